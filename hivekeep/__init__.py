@@ -1,0 +1,1 @@
+"""hivekeep: persistent memory for LLM agents."""

@@ -1,0 +1,47 @@
+"""Every error hivekeep raises, under one root so one ``except`` catches them all.
+
+    HivekeepError
+    ├── ValidationError     bad input: a tool argument, an API body, a CLI option
+    │   └── BudgetError     a profile edit would leave the document over its token budget
+    ├── NotFound            no such agent / memory (or not visible to the caller)
+    ├── ConflictError       a name is taken, or a compare-and-swap revision moved on
+    ├── EmbedderMismatch    the hive was built with another embedding model
+    ├── ProviderError       an embedding or LLM provider failed (network, HTTP, bad reply)
+    └── StoreError          the storage layer failed or refused (e.g. a newer schema)
+
+Messages are sentences that name the value and say what to do instead.
+"""
+
+from __future__ import annotations
+
+
+class HivekeepError(Exception):
+    """Root of every hivekeep error."""
+
+
+class ValidationError(HivekeepError):
+    """Input that cannot be accepted as given."""
+
+
+class BudgetError(ValidationError):
+    """A profile edit that would exceed the token budget without shrinking the document."""
+
+
+class NotFound(HivekeepError):
+    """An agent or memory that does not exist, or that the caller may not see."""
+
+
+class ConflictError(HivekeepError):
+    """A unique name already taken, or a revision that changed since it was read."""
+
+
+class EmbedderMismatch(HivekeepError):
+    """The hive's vectors were made by another model; mixing them would corrupt search."""
+
+
+class ProviderError(HivekeepError):
+    """An embedding or LLM provider failed to answer usefully."""
+
+
+class StoreError(HivekeepError):
+    """The storage backend failed or refused the operation."""
