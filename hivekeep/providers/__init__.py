@@ -1,0 +1,1 @@
+"""Providers behind small protocols: embedding models now, LLMs later."""
