@@ -1,0 +1,223 @@
+"""Agent: one agent's memory — its archive, its profile, and the tools that reach both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hivekeep import tools
+from hivekeep.core import profile as profile_doc
+from hivekeep.core.text import parse_since
+from hivekeep.errors import ValidationError
+from hivekeep.services.archive import Memorized
+from hivekeep.services.recall import RecallResult
+from hivekeep.store.base import (
+    KEEP,
+    AgentRecord,
+    MemoryChanges,
+    MemoryFilter,
+    MemoryRecord,
+    NewMemory,
+    ProfileRecord,
+    _Keep,
+)
+from hivekeep.types import Category, Scope, Source
+
+if TYPE_CHECKING:
+    from hivekeep.hive import Hive
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    memories: list[MemoryRecord]
+    total: int
+    has_more: bool
+
+
+class Agent:
+    """Handed out by ``Hive``; every method acts as this agent and sees only what it may see.
+
+    >>> agent = hive.create_agent("assistant", role="General helper")   # doctest: +SKIP
+    >>> agent.memorize("The user moved to Lisbon in May 2024.", category="fact")  # doctest: +SKIP
+    >>> agent.recall("where does the user live?").hits[0].memory.content  # doctest: +SKIP
+    """
+
+    def __init__(self, hive: Hive, record: AgentRecord) -> None:
+        self._hive = hive
+        self.record = record
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.record.id} {self.record.name!r}>"
+
+    @property
+    def id(self) -> int:
+        return self.record.id
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    @property
+    def role(self) -> str:
+        return self.record.role
+
+    # tools --------------------------------------------------------------------------------------
+    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
+        """Run a memory tool exactly as an LLM would call it; returns its JSON result."""
+        return tools.call_tool(self, name, arguments)
+
+    # archive ------------------------------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        subject: str | None = None,
+        category: Category | str | None = None,
+        since: str | None = None,
+    ) -> RecallResult:
+        """Hybrid search over this agent's own and shared memories, ranked by relevance."""
+        args = tools.validate(
+            "recall", query=query, limit=limit, subject=subject, category=category, since=since
+        )
+        filters = MemoryFilter(
+            subject=args.subject,
+            category=Category(args.category) if args.category else None,
+            since=parse_since(args.since) if args.since else None,
+        )
+        limit = args.limit or self._hive.settings.recall_limit
+        return self._hive.recall_service.recall(self.id, args.query, limit, filters)
+
+    def memorize(
+        self,
+        content: str,
+        *,
+        category: Category | str,
+        subject: str | None = None,
+        importance: int | None = None,
+        scope: Scope | str = Scope.PRIVATE,
+        source_context: str | None = None,
+    ) -> Memorized:
+        """Save a memory now; returns the existing one (``duplicate=True``) if it is already known."""
+        args = tools.validate(
+            "memorize",
+            content=content,
+            category=category,
+            subject=subject,
+            importance=importance,
+            scope=scope,
+            source_context=source_context,
+        )
+        return self._hive.archive.memorize(
+            NewMemory(
+                agent_id=self.id,
+                content=args.content,
+                category=Category(args.category),
+                subject=args.subject,
+                importance=args.importance,
+                scope=Scope(args.scope),
+                source_context=args.source_context,
+                source=Source.EXPLICIT,
+            )
+        )
+
+    def update_memory(
+        self,
+        memory_id: int,
+        *,
+        content: str | _Keep = KEEP,
+        category: Category | str | _Keep = KEEP,
+        subject: str | None | _Keep = KEEP,
+        importance: int | None | _Keep = KEEP,
+        scope: Scope | str | _Keep = KEEP,
+    ) -> MemoryRecord:
+        """Change a memory this agent wrote; fields left as ``KEEP`` are unchanged."""
+        given = {
+            name: value
+            for name, value in (
+                ("content", content),
+                ("category", category),
+                ("subject", subject),
+                ("importance", importance),
+                ("scope", scope),
+            )
+            if value is not KEEP
+        }
+        if not given:
+            raise ValidationError(
+                "update_memory needs at least one of content, category, subject, scope, importance."
+            )
+        for required in ("content", "category", "scope"):
+            if required in given and given[required] is None:
+                raise ValidationError(f"update_memory cannot set '{required}' to null.")
+        args = tools.validate("update_memory", memory_id=memory_id, **given)
+        changes = MemoryChanges(
+            content=args.content if "content" in given else KEEP,
+            category=Category(args.category) if "category" in given else KEEP,
+            subject=args.subject if "subject" in given else KEEP,
+            importance=args.importance if "importance" in given else KEEP,
+            scope=Scope(args.scope) if "scope" in given else KEEP,
+        )
+        return self._hive.archive.update(self.id, args.memory_id, changes)
+
+    def forget(self, memory_id: int) -> None:
+        """Delete a memory this agent wrote."""
+        args = tools.validate("forget", memory_id=memory_id)
+        self._hive.archive.forget(self.id, args.memory_id)
+
+    def list_memories(
+        self,
+        *,
+        subject: str | None = None,
+        category: Category | str | None = None,
+        scope: Scope | str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> MemoryPage:
+        """Newest first; ``scope="shared"`` lists every agent's shared memories."""
+        args = tools.validate(
+            "list_memories",
+            subject=subject,
+            category=category,
+            scope=scope,
+            limit=limit,
+            offset=offset,
+        )
+        filters = MemoryFilter(
+            subject=args.subject,
+            category=Category(args.category) if args.category else None,
+            scope=Scope(args.scope) if args.scope else None,
+        )
+        memories, total = self._hive.archive.list(self.id, filters, args.limit, args.offset)
+        return MemoryPage(memories, total, args.offset + len(memories) < total)
+
+    # profile ------------------------------------------------------------------------------------
+    @property
+    def profile_budget(self) -> int:
+        return self._hive.profiles.budget
+
+    def profile(self) -> ProfileRecord:
+        return self._hive.profiles.get(self.id)
+
+    def profile_text(self) -> str:
+        """The current profile document (markdown)."""
+        return self.profile().text
+
+    def edit_profile(
+        self, section: str, operation: str, content: str, *, pin: bool = False
+    ) -> ProfileRecord:
+        """append / replace_section / remove_line on one section, under the token budget."""
+        args = tools.validate(
+            "edit_profile", section=section, operation=operation, content=content, pin=pin
+        )
+        return self._hive.profiles.edit(
+            self.id, args.section, args.operation, args.content, pin=args.pin
+        )
+
+    def set_profile(self, text: str, *, expected_revision: int | None = None) -> ProfileRecord:
+        """Replace the whole document (a user's edit), under the same budget rule as the tool."""
+        return self._hive.profiles.replace(self.id, text, expected_revision)
+
+    def system_prompt_block(self) -> str:
+        """The memory block for the cached system-prompt prefix: profile plus the routing rule."""
+        return profile_doc.system_prompt_block(self.profile_text())

@@ -1,0 +1,150 @@
+"""Every setting in one place: name, type, default, help. Read from the environment, validated.
+
+A search setting left unset falls back to the embedder's calibrated default (``recall_defaults``),
+then to the seed's default; an explicit environment variable or argument always wins.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from hivekeep.errors import ValidationError
+from hivekeep.providers.base import RecallDefaults
+
+
+@dataclass(frozen=True)
+class Setting:
+    env: str
+    field: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError("must be a positive integer")
+    return number
+
+
+def _unit_float(value: str) -> float:
+    number = float(value)
+    if not -1.0 <= number <= 1.0:
+        raise ValueError("must be between -1 and 1")
+    return number
+
+
+def _non_negative_float(value: str) -> float:
+    number = float(value)
+    if number < 0:
+        raise ValueError("must be >= 0")
+    return number
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("HIVEKEEP_DB", "db", str, "./hivekeep.db", "Path of the hive's SQLite file."),
+    Setting(
+        "HIVEKEEP_EMBEDDINGS",
+        "embeddings",
+        str,
+        "local",
+        "Embedding model: 'local' (bundled, offline) or provider:model, e.g. "
+        "'openai:text-embedding-3-small', 'voyage:voyage-3', 'jina:jina-embeddings-v3', "
+        "'ollama:nomic-embed-text'.",
+    ),
+    Setting(
+        "MEMORY_SIMILARITY_THRESHOLD",
+        "similarity_floor",
+        _unit_float,
+        None,
+        "Cosine similarity below which vector hits are dropped (a spam filter). Default: the "
+        "embedder's calibrated floor, else 0.5.",
+    ),
+    Setting("MEMORY_RRF_K", "rrf_k", _positive_int, None, "RRF smoothing constant K. Default: the embedder's calibrated K, else 60."),
+    Setting(
+        "MEMORY_FTS_BOOST",
+        "fts_weight",
+        _non_negative_float,
+        None,
+        "Weight of the full-text arm in fusion; the vector arm weighs 1. Default: the "
+        "embedder's calibrated weight, else 0.5.",
+    ),
+    Setting(
+        "MEMORY_DEDUP_THRESHOLD",
+        "dedup_threshold",
+        _unit_float,
+        0.90,
+        "Cosine similarity at or above which a new memory counts as a duplicate.",
+    ),
+    Setting(
+        "MEMORY_MAX_RELEVANT",
+        "recall_limit",
+        _positive_int,
+        10,
+        "Default number of results of recall (a call may ask for 1-50).",
+    ),
+    Setting(
+        "MEMORY_PROFILE_MAX_TOKENS",
+        "profile_max_tokens",
+        _positive_int,
+        1500,
+        "Token budget of each agent's profile.",
+    ),
+)
+
+SEED_RECALL = RecallDefaults(similarity_floor=0.5, rrf_k=60, fts_weight=0.5)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved configuration of one hive. Build with ``Settings.from_env()`` or directly."""
+
+    db: str = "./hivekeep.db"
+    embeddings: str = "local"
+    similarity_floor: float | None = None
+    rrf_k: int | None = None
+    fts_weight: float | None = None
+    dedup_threshold: float = 0.90
+    recall_limit: int = 10
+    profile_max_tokens: int = 1500
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read every setting from ``env`` (default: ``os.environ``); bad values are errors."""
+        source = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for setting in SETTINGS:
+            raw = source.get(setting.env)
+            if raw is None or raw.strip() == "":
+                continue
+            try:
+                values[setting.field] = setting.parse(raw.strip())
+            except ValueError as exc:
+                raise ValidationError(
+                    f"Setting {setting.env} has value {raw!r}, which is not valid ({exc}). "
+                    f"{setting.help}"
+                ) from None
+        return cls(**values)
+
+    def with_overrides(self, **changes: Any) -> Settings:
+        known = {f.name for f in fields(self)}
+        unknown = set(changes) - known
+        if unknown:
+            raise ValidationError(f"Unknown settings {sorted(unknown)}; known: {sorted(known)}.")
+        return replace(self, **changes)
+
+    def recall_defaults(self, embedder_defaults: RecallDefaults | None) -> RecallDefaults:
+        """Explicit setting, else the embedder's calibrated value, else the seed's default."""
+        calibrated = embedder_defaults or RecallDefaults()
+
+        def pick(name: str) -> Any:
+            for candidate in (getattr(self, name), getattr(calibrated, name)):
+                if candidate is not None:
+                    return candidate
+            return getattr(SEED_RECALL, name)
+
+        return RecallDefaults(pick("similarity_floor"), pick("rrf_k"), pick("fts_weight"))

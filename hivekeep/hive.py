@@ -1,0 +1,135 @@
+"""Hive: the public entry point. Opens a store and the providers, and hands out Agent objects."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from types import TracebackType
+
+from hivekeep.agent import Agent
+from hivekeep.config import Settings
+from hivekeep.errors import EmbedderMismatch, ValidationError
+from hivekeep.providers.base import Embedder
+from hivekeep.providers.embeddings.registry import create_embedder
+from hivekeep.services.archive import ArchiveService, Backfill, Progress
+from hivekeep.services.embedding import EmbeddingService
+from hivekeep.services.profile import ProfileService
+from hivekeep.services.recall import RecallService
+from hivekeep.store.base import Store
+from hivekeep.store.sqlite import SQLiteStore
+
+log = logging.getLogger(__name__)
+
+_AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _.\-]{0,63}")
+BACKFILL_ON_OPEN = 500  # a bigger backlog is left to `hivekeep reembed` (with a progress bar)
+
+
+class Hive:
+    """A set of agents and their memories, in one SQLite file.
+
+    >>> with Hive("memory.db") as hive:                       # doctest: +SKIP
+    ...     agent = hive.create_agent("assistant", role="General helper")
+    ...     agent.call_tool("memorize", {"content": "User likes tea", "category": "preference"})
+
+    ``path``: the file (default: ``HIVEKEEP_DB``, else ``./hivekeep.db``). ``embedder``: an object
+    implementing ``Embedder``, or a spec such as ``"openai:text-embedding-3-small"`` (default:
+    ``HIVEKEEP_EMBEDDINGS``, else the bundled local model). A hive remembers which model made its
+    vectors; opening it with another raises ``EmbedderMismatch`` unless ``switch_embedder=True``,
+    which drops the old vectors (memories stay searchable by full text) so that ``reembed()`` can
+    rebuild them.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        embedder: Embedder | str | None = None,
+        settings: Settings | None = None,
+        switch_embedder: bool = False,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        target = str(path) if path is not None else self.settings.db
+        if target.startswith(("postgresql://", "postgres://")):
+            raise ValidationError(
+                "PostgreSQL hives are not supported by this version yet; use a SQLite file path."
+            )
+        if isinstance(embedder, str) or embedder is None:
+            embedder = create_embedder(embedder or self.settings.embeddings)
+        self.embeddings = EmbeddingService(embedder)
+        self.store: Store = SQLiteStore(target)
+        self.path = target
+        try:
+            self._check_embedding_space(switch_embedder)
+        except BaseException:
+            self.store.close()
+            raise
+        defaults = self.settings.recall_defaults(getattr(embedder, "recall_defaults", None))
+        self.archive = ArchiveService(self.store, self.embeddings, self.settings.dedup_threshold)
+        self.recall_service = RecallService(self.store, self.embeddings, defaults)
+        self.profiles = ProfileService(self.store, self.settings.profile_max_tokens)
+        if self.store.count_pending():
+            self.archive.backfill(limit=BACKFILL_ON_OPEN)
+
+    def _check_embedding_space(self, switch: bool) -> None:
+        wanted = self.embeddings.space
+        stored = self.store.embedding_space()
+        if stored == wanted:
+            return
+        if stored is None or switch:
+            self.store.reset_embedding_space(wanted)
+            return
+        raise EmbedderMismatch(
+            f"This hive's vectors were made by {stored.model!r} ({stored.dimension}-d), but the "
+            f"configured embedder is {wanted.model!r} ({wanted.dimension}-d); vectors of two "
+            f"models cannot be mixed. Run `hivekeep reembed` to re-embed every memory with "
+            f"{wanted.model!r}, or configure {stored.model!r} again."
+        )
+
+    # agents -------------------------------------------------------------------------------------
+    def create_agent(self, name: str, role: str = "") -> Agent:
+        """A new agent with an empty profile; the name must be unused (case-insensitive)."""
+        name = name.strip()
+        if not _AGENT_NAME.fullmatch(name):
+            raise ValidationError(
+                f"Agent name {name!r} is not valid: use 1-64 letters, digits, spaces, '_', '.' "
+                "or '-', starting with a letter."
+            )
+        if len(role) > 4000:
+            raise ValidationError(f"An agent's role is at most 4000 characters, got {len(role)}.")
+        return Agent(self, self.store.create_agent(name, role))
+
+    def get_agent(self, key: int | str) -> Agent:
+        """By id or by name (a string of digits is taken as an id)."""
+        if isinstance(key, str) and key.strip().isdigit():
+            key = int(key)
+        return Agent(self, self.store.get_agent(key.strip() if isinstance(key, str) else key))
+
+    def agents(self) -> list[Agent]:
+        return [Agent(self, record) for record in self.store.list_agents()]
+
+    # embeddings ---------------------------------------------------------------------------------
+    def backfill(self, progress: Progress | None = None) -> Backfill:
+        """Embed every memory still waiting for a vector (e.g. after an embedder outage)."""
+        return self.archive.backfill(progress=progress)
+
+    def reembed(self, progress: Progress | None = None, *, everything: bool = False) -> Backfill:
+        """Finish switching embedders: embed every pending memory (``everything``: all of them)."""
+        if everything:
+            self.store.reset_embedding_space(self.embeddings.space)
+        return self.archive.backfill(progress=progress)
+
+    # lifecycle ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Hive:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

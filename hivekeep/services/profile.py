@@ -1,0 +1,56 @@
+"""Profile reads and edits, with the budget rule and compare-and-swap on the revision."""
+
+from __future__ import annotations
+
+from hivekeep.core import profile as doc
+from hivekeep.core.tokens import count_tokens
+from hivekeep.errors import ConflictError
+from hivekeep.store.base import ProfileRecord, Store
+
+CAS_ATTEMPTS = 5
+
+
+class ProfileService:
+    def __init__(self, store: Store, budget: int) -> None:
+        self.store = store
+        self.budget = budget
+
+    def get(self, agent_id: int) -> ProfileRecord:
+        return self.store.get_profile(agent_id)
+
+    def edit(
+        self, agent_id: int, section: str, operation: str, content: str, pin: bool = False
+    ) -> ProfileRecord:
+        """Apply one edit_profile operation; a concurrent write makes it re-apply on the new text."""
+        for _ in range(CAS_ATTEMPTS):
+            current = self.store.get_profile(agent_id)
+            new_text = doc.apply_edit(current.text, section, operation, content, pin=pin)
+            doc.check_edit_budget(current.text, new_text, self.budget, count_tokens)
+            try:
+                return self.store.save_profile(
+                    agent_id,
+                    new_text,
+                    count_tokens(new_text),
+                    expected_revision=current.revision,
+                    manual=True,
+                )
+            except ConflictError:
+                continue
+        raise ConflictError(
+            f"The profile kept changing while this edit was applied ({CAS_ATTEMPTS} attempts); "
+            "try again."
+        )
+
+    def replace(self, agent_id: int, text: str, expected_revision: int | None = None) -> ProfileRecord:
+        """A user's whole-document edit (UI, API, CLI), under the same budget rule as the tool.
+
+        With ``expected_revision`` the write fails with ConflictError if someone wrote meanwhile;
+        without it, the current revision is used (last writer wins, but never a half write).
+        """
+        current = self.store.get_profile(agent_id)
+        text = doc.serialise(doc.parse(text))
+        doc.check_edit_budget(current.text, text, self.budget, count_tokens)
+        revision = current.revision if expected_revision is None else expected_revision
+        return self.store.save_profile(
+            agent_id, text, count_tokens(text), expected_revision=revision, manual=True
+        )

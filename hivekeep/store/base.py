@@ -1,0 +1,223 @@
+"""The storage interface: everything a service may ask of a backend, and nothing more.
+
+Visibility is part of the contract, not a caller's duty: every read that takes a ``viewer_id``
+returns only that agent's own memories and shared ones, and every write that takes an ``owner_id``
+touches only that agent's memories (anything else reads as ``NotFound``). Vectors are unit-length
+float32 sequences of the hive's embedding dimension.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from hivekeep.types import Category, EmbeddingState, Scope, Source
+
+Vector = Sequence[float]
+
+
+class _Keep:
+    """Sentinel type: "leave this field as it is" (distinct from setting it to None)."""
+
+    _instance: _Keep | None = None
+
+    def __new__(cls) -> _Keep:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP = _Keep()
+
+
+@dataclass(frozen=True)
+class AgentRecord:
+    id: int
+    name: str
+    role: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class EmbeddingSpace:
+    """The model whose vectors the hive holds; vectors of two models never mix."""
+
+    model: str
+    dimension: int
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    agent_id: int
+    content: str
+    category: Category
+    subject: str | None = None
+    importance: int | None = None
+    scope: Scope = Scope.PRIVATE
+    source_context: str | None = None
+    source: Source = Source.EXPLICIT
+    source_message_id: int | None = None
+    created_at: str | None = None  # None: now; set by imports and tests
+
+
+@dataclass(frozen=True)
+class MemoryChanges:
+    """Fields to change on update; ``KEEP`` leaves a field as it is."""
+
+    content: str | _Keep = KEEP
+    category: Category | _Keep = KEEP
+    subject: str | None | _Keep = KEEP
+    importance: int | None | _Keep = KEEP
+    scope: Scope | _Keep = KEEP
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    id: int
+    agent_id: int
+    author_name: str
+    content: str
+    category: Category
+    subject: str | None
+    importance: int | None
+    scope: Scope
+    source_context: str | None
+    source: Source
+    source_message_id: int | None
+    retrieval_count: int
+    last_retrieved_at: str | None
+    created_at: str
+    updated_at: str
+    embedding_state: EmbeddingState
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """Filters applied inside both search arms and in listings (all optional, ANDed)."""
+
+    subject: str | None = None  # case-insensitive exact match
+    category: Category | None = None
+    since: str | None = None  # stored-format timestamp; memories created at or after it
+    scope: Scope | None = None  # listings only: "shared" lists every agent's shared memories
+
+
+@dataclass(frozen=True)
+class ProfileRecord:
+    agent_id: int
+    text: str
+    tokens: int
+    revision: int
+    last_rewrite_at: str | None
+    manually_edited_at: str | None
+    updated_at: str | None
+
+
+@dataclass(frozen=True)
+class PendingEmbedding:
+    memory_id: int
+    content: str
+    subject: str | None
+
+
+class Store(Protocol):
+    """What services may ask of storage. Each method is one transaction."""
+
+    def close(self) -> None: ...
+
+    # agents -----------------------------------------------------------------------------------
+    def create_agent(self, name: str, role: str) -> AgentRecord:
+        """Raises ConflictError when the name is taken."""
+        ...
+
+    def get_agent(self, key: int | str) -> AgentRecord:
+        """By id (int) or name (str); raises NotFound."""
+        ...
+
+    def list_agents(self) -> list[AgentRecord]: ...
+
+    # embedding space --------------------------------------------------------------------------
+    def embedding_space(self) -> EmbeddingSpace | None: ...
+
+    def reset_embedding_space(self, space: EmbeddingSpace) -> int:
+        """Switch to a new model: drop every vector, mark every memory pending; returns the count."""
+        ...
+
+    # memories ---------------------------------------------------------------------------------
+    def insert_memory(
+        self, memory: NewMemory, vector: Vector | None, *, text_key: str, dedup_threshold: float
+    ) -> tuple[MemoryRecord, bool]:
+        """Insert unless a duplicate is visible to the author; returns (memory, was_duplicate).
+
+        Duplicate: same ``text_key`` among the author's visible memories, else a visible vector
+        with cosine similarity >= ``dedup_threshold``. Checked and written in one transaction.
+        ``vector`` None stores the memory as pending (found by FTS, backfilled later).
+        """
+        ...
+
+    def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
+        """A memory the viewer can see; raises NotFound otherwise."""
+        ...
+
+    def update_memory(
+        self,
+        memory_id: int,
+        owner_id: int,
+        changes: MemoryChanges,
+        *,
+        text_key: str | None,
+        vector: Vector | None | _Keep,
+    ) -> MemoryRecord:
+        """Owner-only; ``vector`` KEEP keeps the stored one, None marks the memory pending."""
+        ...
+
+    def delete_memory(self, memory_id: int, owner_id: int) -> None:
+        """Owner-only; raises NotFound for anything else."""
+        ...
+
+    def vector_search(
+        self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
+    ) -> list[tuple[int, float]]:
+        """(memory id, cosine similarity), best first, over the viewer's visible memories."""
+        ...
+
+    def text_search(
+        self, viewer_id: int, match: str, k: int, filters: MemoryFilter
+    ) -> list[int]:
+        """Memory ids matching a full-text expression, best first, over visible memories."""
+        ...
+
+    def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        """The visible memories among ``ids`` (invisible or missing ids are left out)."""
+        ...
+
+    def list_memories(
+        self, viewer_id: int, filters: MemoryFilter, limit: int, offset: int
+    ) -> tuple[list[MemoryRecord], int]:
+        """Newest first, with the total count of matches."""
+        ...
+
+    def mark_retrieved(self, ids: Sequence[int]) -> None: ...
+
+    def pending_embeddings(self, limit: int) -> list[PendingEmbedding]: ...
+
+    def store_embedding(self, memory_id: int, content: str, vector: Vector) -> bool:
+        """Attach a vector if the memory still has ``content`` (else False: it changed meanwhile)."""
+        ...
+
+    def count_pending(self) -> int:
+        """Memories waiting for a vector."""
+        ...
+
+    # profiles ---------------------------------------------------------------------------------
+    def get_profile(self, agent_id: int) -> ProfileRecord: ...
+
+    def save_profile(
+        self, agent_id: int, text: str, tokens: int, *, expected_revision: int, manual: bool
+    ) -> ProfileRecord:
+        """Compare-and-swap: raises ConflictError when the revision moved on since it was read."""
+        ...

@@ -1,0 +1,1 @@
+"""Versioned schema migrations, one module per backend."""

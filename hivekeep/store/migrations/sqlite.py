@@ -1,0 +1,134 @@
+"""SQLite schema migrations: named, ordered functions, each applied with its record atomically.
+
+The vector table is not created here: its dimension belongs to the embedding model, so it is made
+by ``SQLiteStore.reset_embedding_space`` when the hive first meets (or changes) its embedder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hivekeep.errors import StoreError
+
+Connection = Any  # apsw.Connection (apsw ships no type stubs)
+
+
+def m001_initial(conn: Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE agents (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+            role TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+
+        CREATE TABLE profiles (
+            agent_id INTEGER PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+            text TEXT NOT NULL DEFAULT '',
+            tokens INTEGER NOT NULL DEFAULT 0,
+            revision INTEGER NOT NULL DEFAULT 0,
+            last_rewrite_at TEXT,
+            manually_edited_at TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+
+        -- id is an INTEGER PRIMARY KEY (a stable rowid alias, never renumbered by VACUUM);
+        -- AUTOINCREMENT so a forgotten memory's id is never handed to a new memory.
+        CREATE TABLE memories (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id INTEGER NOT NULL,
+            author_name TEXT NOT NULL,
+            content TEXT NOT NULL,
+            text_key TEXT NOT NULL,
+            category TEXT NOT NULL
+                CHECK (category IN ('fact', 'preference', 'decision', 'knowledge')),
+            subject TEXT,
+            importance INTEGER CHECK (importance BETWEEN 1 AND 10),
+            scope TEXT NOT NULL DEFAULT 'private' CHECK (scope IN ('private', 'shared')),
+            source_context TEXT,
+            source TEXT NOT NULL DEFAULT 'explicit' CHECK (source IN ('explicit', 'automatic')),
+            source_message_id INTEGER,
+            retrieval_count INTEGER NOT NULL DEFAULT 0,
+            last_retrieved_at TEXT,
+            embedding_state TEXT NOT NULL DEFAULT 'pending'
+                CHECK (embedding_state IN ('ready', 'pending')),
+            embedding_model TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX memories_agent_created ON memories(agent_id, created_at);
+        CREATE INDEX memories_shared_created ON memories(scope, created_at);
+        CREATE INDEX memories_text_key ON memories(text_key);
+        CREATE INDEX memories_pending ON memories(embedding_state) WHERE embedding_state = 'pending';
+
+        -- Full text over content and subject, keyed on memories.id, kept in sync by triggers so
+        -- the index changes in the same transaction as the row, whichever code path writes it.
+        CREATE VIRTUAL TABLE memory_fts USING fts5(
+            content, subject, tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memory_fts(rowid, content, subject)
+            VALUES (new.id, new.content, coalesce(new.subject, ''));
+        END;
+        CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, subject ON memories BEGIN
+            UPDATE memory_fts SET content = new.content, subject = coalesce(new.subject, '')
+            WHERE rowid = new.id;
+        END;
+        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            DELETE FROM memory_fts WHERE rowid = old.id;
+        END;
+        """
+    )
+
+
+Migration = tuple[int, str, Callable[[Connection], None]]
+MIGRATIONS: list[Migration] = [(1, "initial", m001_initial)]
+LATEST = MIGRATIONS[-1][0]
+
+
+def current_version(conn: Connection) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def pending(conn: Connection) -> list[Migration]:
+    """Migrations not yet applied (read-only)."""
+    version = current_version(conn)
+    return [m for m in MIGRATIONS if m[0] > version]
+
+
+def migrate(conn: Connection, now: str) -> None:
+    """Bring the file up to date; refuse a file written by a newer hivekeep."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = current_version(conn)
+        if version > LATEST:
+            raise StoreError(
+                f"This hive file has schema version {version}, newer than this hivekeep "
+                f"understands ({LATEST}). Upgrade hivekeep to open it."
+            )
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        for number, name, apply in pending(conn):
+            apply(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                (number, name, now),
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -1,0 +1,483 @@
+"""The embedded backend: one SQLite file with sqlite-vec (vectors) and FTS5 (full text).
+
+apsw is used instead of the stdlib ``sqlite3`` because it can always load extensions, whatever
+options the interpreter was built with. Vectors are stored as little-endian float32 BLOBs in a
+``vec0`` table whose metadata columns (audience, category, subject, created_at) let the KNN itself
+apply visibility and filters, so a busy hive never starves an agent's own results.
+
+``audience`` is the owner's agent id for a private memory and 0 for a shared one: an agent sees
+``audience IN (its id, 0)``, one constraint that sqlite-vec evaluates inside the KNN.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+import sqlite_vec
+
+from hivekeep.core.text import now_timestamp
+from hivekeep.errors import ConflictError, NotFound, StoreError
+from hivekeep.store.base import (
+    KEEP,
+    AgentRecord,
+    EmbeddingSpace,
+    MemoryChanges,
+    MemoryFilter,
+    MemoryRecord,
+    NewMemory,
+    PendingEmbedding,
+    ProfileRecord,
+    Vector,
+    _Keep,
+)
+from hivekeep.store.migrations import sqlite as migrations
+from hivekeep.types import Category, EmbeddingState, Scope, Source
+
+BUSY_TIMEOUT_MS = 10_000
+_MEMORY_COLUMNS = (
+    "id, agent_id, author_name, content, category, subject, importance, scope, source_context, "
+    "source, source_message_id, retrieval_count, last_retrieved_at, created_at, updated_at, "
+    "embedding_state"
+)
+
+
+def encode_vector(vector: Vector) -> bytes:
+    """Little-endian float32 bytes, the format sqlite-vec reads."""
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def _memory(row: Sequence[Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=row[0],
+        agent_id=row[1],
+        author_name=row[2],
+        content=row[3],
+        category=Category(row[4]),
+        subject=row[5],
+        importance=row[6],
+        scope=Scope(row[7]),
+        source_context=row[8],
+        source=Source(row[9]),
+        source_message_id=row[10],
+        retrieval_count=row[11],
+        last_retrieved_at=row[12],
+        created_at=row[13],
+        updated_at=row[14],
+        embedding_state=EmbeddingState(row[15]),
+    )
+
+
+def _audience(agent_id: int, scope: Scope) -> int:
+    return 0 if scope is Scope.SHARED else agent_id
+
+
+def _subject_key(subject: str | None) -> str:
+    return (subject or "").strip().casefold()
+
+
+class SQLiteStore:
+    """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._lock = threading.RLock()
+        try:
+            self._conn = apsw.Connection(self.path)
+        except apsw.CantOpenError as exc:
+            raise StoreError(f"Cannot open the hive file {self.path!r}: {exc}.") from exc
+        self._conn.enable_load_extension(True)
+        self._conn.load_extension(sqlite_vec.loadable_path())
+        self._conn.enable_load_extension(False)
+        self._conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        migrations.migrate(self._conn, now_timestamp())
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # plumbing ---------------------------------------------------------------------------------
+    @contextmanager
+    def atomic(self) -> Iterator[Any]:
+        """One write transaction (BEGIN IMMEDIATE), or a savepoint when already inside one."""
+        with self._lock:
+            if not self._conn.in_transaction:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            else:
+                with self._conn:  # apsw: a savepoint
+                    yield self._conn
+
+    def _read(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        with self._lock:
+            return list(self._conn.execute(sql, params))
+
+    def _has_vectors(self) -> bool:
+        rows = self._read("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'")
+        return bool(rows)
+
+    # agents -----------------------------------------------------------------------------------
+    def create_agent(self, name: str, role: str) -> AgentRecord:
+        now = now_timestamp()
+        with self.atomic() as conn:
+            taken = conn.execute("SELECT 1 FROM agents WHERE name = ?", (name,)).fetchone()
+            if taken:
+                raise ConflictError(f"An agent named {name!r} already exists; choose another name.")
+            conn.execute(
+                "INSERT INTO agents(name, role, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                (name, role, now, now),
+            )
+            agent_id = conn.last_insert_rowid()
+            conn.execute(
+                "INSERT INTO profiles(agent_id, created_at, updated_at) VALUES (?, ?, ?)",
+                (agent_id, now, now),
+            )
+        return AgentRecord(agent_id, name, role, now, now)
+
+    def get_agent(self, key: int | str) -> AgentRecord:
+        column = "id" if isinstance(key, int) else "name"
+        rows = self._read(
+            f"SELECT id, name, role, created_at, updated_at FROM agents WHERE {column} = ?", (key,)
+        )
+        if not rows:
+            raise NotFound(f"No agent {key!r}. List agents with `hivekeep agents`.")
+        return AgentRecord(*rows[0])
+
+    def list_agents(self) -> list[AgentRecord]:
+        rows = self._read("SELECT id, name, role, created_at, updated_at FROM agents ORDER BY id")
+        return [AgentRecord(*row) for row in rows]
+
+    # embedding space --------------------------------------------------------------------------
+    def embedding_space(self) -> EmbeddingSpace | None:
+        rows = dict(
+            self._read(
+                "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dim')"
+            )
+        )
+        if "embedding_model" not in rows:
+            return None
+        return EmbeddingSpace(rows["embedding_model"], int(rows["embedding_dim"]))
+
+    def reset_embedding_space(self, space: EmbeddingSpace) -> int:
+        if space.dimension < 1:
+            raise StoreError(f"Embedding dimension {space.dimension} is not positive.")
+        with self.atomic() as conn:
+            conn.execute("DROP TABLE IF EXISTS memory_vec")
+            conn.execute(
+                f"""CREATE VIRTUAL TABLE memory_vec USING vec0(
+                    memory_id INTEGER PRIMARY KEY,
+                    embedding float[{int(space.dimension)}] distance_metric=cosine,
+                    audience INTEGER, category TEXT, subject TEXT, created_at TEXT)"""
+            )
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?), "
+                "('embedding_dim', ?)",
+                (space.model, str(space.dimension)),
+            )
+            conn.execute(
+                "UPDATE memories SET embedding_state = 'pending', embedding_model = NULL"
+            )
+            return int(conn.changes())
+
+    def _write_vector(self, conn: Any, memory: MemoryRecord, vector: Vector | None) -> None:
+        """Replace the memory's vector row (or remove it and mark the memory pending)."""
+        conn.execute("DELETE FROM memory_vec WHERE memory_id = ?", (memory.id,))
+        model = conn.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
+        if vector is None or model is None:
+            conn.execute(
+                "UPDATE memories SET embedding_state = 'pending', embedding_model = NULL "
+                "WHERE id = ?",
+                (memory.id,),
+            )
+            return
+        conn.execute(
+            "INSERT INTO memory_vec(memory_id, embedding, audience, category, subject, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                memory.id,
+                encode_vector(vector),
+                _audience(memory.agent_id, memory.scope),
+                memory.category.value,
+                _subject_key(memory.subject),
+                memory.created_at,
+            ),
+        )
+        conn.execute(
+            "UPDATE memories SET embedding_state = 'ready', embedding_model = ? WHERE id = ?",
+            (model[0], memory.id),
+        )
+
+    # memories ---------------------------------------------------------------------------------
+    def insert_memory(
+        self, memory: NewMemory, vector: Vector | None, *, text_key: str, dedup_threshold: float
+    ) -> tuple[MemoryRecord, bool]:
+        with self.atomic() as conn:
+            author = self.get_agent(memory.agent_id)
+            duplicate = self._find_duplicate(conn, memory.agent_id, text_key, vector, dedup_threshold)
+            if duplicate is not None:
+                return self.get_memory(duplicate, memory.agent_id), True
+            now = now_timestamp()
+            conn.execute(
+                "INSERT INTO memories(agent_id, author_name, content, text_key, category, subject, "
+                "importance, scope, source_context, source, source_message_id, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    memory.agent_id,
+                    author.name,
+                    memory.content,
+                    text_key,
+                    memory.category.value,
+                    memory.subject,
+                    memory.importance,
+                    memory.scope.value,
+                    memory.source_context,
+                    memory.source.value,
+                    memory.source_message_id,
+                    memory.created_at or now,
+                    now,
+                ),
+            )
+            record = self.get_memory(conn.last_insert_rowid(), memory.agent_id)
+            self._write_vector(conn, record, vector)
+            return self.get_memory(record.id, memory.agent_id), False
+
+    def _find_duplicate(
+        self, conn: Any, agent_id: int, text_key: str, vector: Vector | None, threshold: float
+    ) -> int | None:
+        row = conn.execute(
+            "SELECT id FROM memories WHERE text_key = ? AND (agent_id = ? OR scope = 'shared') "
+            "ORDER BY id LIMIT 1",
+            (text_key, agent_id),
+        ).fetchone()
+        if row:
+            return int(row[0])
+        if vector is None or not self._has_vectors():
+            return None
+        hits = self.vector_search(agent_id, vector, 1, MemoryFilter())
+        if hits and hits[0][1] >= threshold:
+            return hits[0][0]
+        return None
+
+    def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
+        rows = self._read(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories "
+            "WHERE id = ? AND (agent_id = ? OR scope = 'shared')",
+            (memory_id, viewer_id),
+        )
+        if not rows:
+            raise NotFound(f"No memory with id {memory_id} is visible to this agent.")
+        return _memory(rows[0])
+
+    def _owned(self, memory_id: int, owner_id: int) -> MemoryRecord:
+        record = self.get_memory(memory_id, owner_id)
+        if record.agent_id != owner_id:
+            raise NotFound(
+                f"No memory with id {memory_id} belongs to this agent "
+                "(shared memories can only be changed by their author)."
+            )
+        return record
+
+    def update_memory(
+        self,
+        memory_id: int,
+        owner_id: int,
+        changes: MemoryChanges,
+        *,
+        text_key: str | None,
+        vector: Vector | None | _Keep,
+    ) -> MemoryRecord:
+        with self.atomic() as conn:
+            self._owned(memory_id, owner_id)
+            fields: dict[str, Any] = {
+                name: getattr(value, "value", value)
+                for name in ("content", "category", "subject", "importance", "scope")
+                if (value := getattr(changes, name)) is not KEEP
+            }
+            if text_key is not None:
+                fields["text_key"] = text_key
+            fields["updated_at"] = now_timestamp()
+            assignments = ", ".join(f"{name} = :{name}" for name in fields)
+            conn.execute(
+                f"UPDATE memories SET {assignments} WHERE id = :id", {**fields, "id": memory_id}
+            )
+            record = self.get_memory(memory_id, owner_id)
+            if not isinstance(vector, _Keep):
+                self._write_vector(conn, record, vector)
+            elif record.embedding_state is EmbeddingState.READY:
+                conn.execute(
+                    "UPDATE memory_vec SET audience = ?, category = ?, subject = ? "
+                    "WHERE memory_id = ?",
+                    (
+                        _audience(record.agent_id, record.scope),
+                        record.category.value,
+                        _subject_key(record.subject),
+                        memory_id,
+                    ),
+                )
+            return self.get_memory(memory_id, owner_id)
+
+    def delete_memory(self, memory_id: int, owner_id: int) -> None:
+        with self.atomic() as conn:
+            self._owned(memory_id, owner_id)
+            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            if self._has_vectors():
+                conn.execute("DELETE FROM memory_vec WHERE memory_id = ?", (memory_id,))
+
+    def vector_search(
+        self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
+    ) -> list[tuple[int, float]]:
+        if not self._has_vectors():
+            return []
+        clauses = ["embedding MATCH :vector", "k = :k", "audience IN (:viewer, 0)"]
+        params: dict[str, Any] = {"vector": encode_vector(vector), "k": k, "viewer": viewer_id}
+        if filters.category is not None:
+            clauses.append("category = :category")
+            params["category"] = filters.category.value
+        if filters.subject is not None:
+            clauses.append("subject = :subject")
+            params["subject"] = _subject_key(filters.subject)
+        if filters.since is not None:
+            clauses.append("created_at >= :since")
+            params["since"] = filters.since
+        rows = self._read(
+            f"SELECT memory_id, distance FROM memory_vec WHERE {' AND '.join(clauses)} "
+            "ORDER BY distance",
+            params,
+        )
+        # sqlite-vec's cosine distance is 1 - cosine similarity.
+        return [(int(memory_id), 1.0 - float(distance)) for memory_id, distance in rows]
+
+    @staticmethod
+    def _filter_sql(viewer_id: int, filters: MemoryFilter) -> tuple[str, dict[str, Any]]:
+        """WHERE clauses over ``m`` (memories) for visibility and filters."""
+        params: dict[str, Any] = {"viewer": viewer_id}
+        if filters.scope is Scope.SHARED:
+            clauses = ["m.scope = 'shared'"]
+        elif filters.scope is Scope.PRIVATE:
+            clauses = ["m.agent_id = :viewer", "m.scope = 'private'"]
+        else:
+            clauses = ["(m.agent_id = :viewer OR m.scope = 'shared')"]
+        if filters.category is not None:
+            clauses.append("m.category = :category")
+            params["category"] = filters.category.value
+        if filters.subject is not None:
+            clauses.append("lower(trim(m.subject)) = :subject")
+            params["subject"] = _subject_key(filters.subject)
+        if filters.since is not None:
+            clauses.append("m.created_at >= :since")
+            params["since"] = filters.since
+        return " AND ".join(clauses), params
+
+    def text_search(self, viewer_id: int, match: str, k: int, filters: MemoryFilter) -> list[int]:
+        where, params = self._filter_sql(viewer_id, filters)
+        try:
+            rows = self._read(
+                "SELECT m.id FROM memory_fts JOIN memories m ON m.id = memory_fts.rowid "
+                f"WHERE memory_fts MATCH :match AND {where} "
+                "ORDER BY memory_fts.rank, m.created_at DESC LIMIT :k",
+                {**params, "match": match, "k": k},
+            )
+        except apsw.SQLError as exc:
+            raise StoreError(f"Full-text query {match!r} was rejected: {exc}.") from exc
+        return [int(row[0]) for row in rows]
+
+    def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        rows = self._read(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories "
+            f"WHERE id IN ({marks}) AND (agent_id = ? OR scope = 'shared')",
+            (*ids, viewer_id),
+        )
+        return {row[0]: _memory(row) for row in rows}
+
+    def list_memories(
+        self, viewer_id: int, filters: MemoryFilter, limit: int, offset: int
+    ) -> tuple[list[MemoryRecord], int]:
+        where, params = self._filter_sql(viewer_id, filters)
+        with self._lock:
+            total = self._read(f"SELECT count(*) FROM memories m WHERE {where}", params)[0][0]
+            rows = self._read(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where} "
+                "ORDER BY m.created_at DESC, m.id DESC LIMIT :limit OFFSET :offset",
+                {**params, "limit": limit, "offset": offset},
+            )
+        return [_memory(row) for row in rows], int(total)
+
+    def mark_retrieved(self, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        now = now_timestamp()
+        with self.atomic() as conn:
+            conn.executemany(
+                "UPDATE memories SET retrieval_count = retrieval_count + 1, "
+                "last_retrieved_at = ? WHERE id = ?",
+                [(now, memory_id) for memory_id in ids],
+            )
+
+    def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
+        rows = self._read(
+            "SELECT id, content, subject FROM memories WHERE embedding_state = 'pending' "
+            "ORDER BY id LIMIT ?",
+            (limit,),
+        )
+        return [PendingEmbedding(*row) for row in rows]
+
+    def store_embedding(self, memory_id: int, content: str, vector: Vector) -> bool:
+        with self.atomic() as conn:
+            row = conn.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ? AND content = ?",
+                (memory_id, content),
+            ).fetchone()
+            if row is None:
+                return False
+            self._write_vector(conn, _memory(row), vector)
+            return True
+
+    def count_pending(self) -> int:
+        rows = self._read("SELECT count(*) FROM memories WHERE embedding_state = 'pending'")
+        return int(rows[0][0])
+
+    # profiles ---------------------------------------------------------------------------------
+    def get_profile(self, agent_id: int) -> ProfileRecord:
+        rows = self._read(
+            "SELECT agent_id, text, tokens, revision, last_rewrite_at, manually_edited_at, "
+            "updated_at FROM profiles WHERE agent_id = ?",
+            (agent_id,),
+        )
+        if not rows:
+            raise NotFound(f"No agent with id {agent_id}.")
+        return ProfileRecord(*rows[0])
+
+    def save_profile(
+        self, agent_id: int, text: str, tokens: int, *, expected_revision: int, manual: bool
+    ) -> ProfileRecord:
+        now = now_timestamp()
+        stamp = "manually_edited_at" if manual else "last_rewrite_at"
+        with self.atomic() as conn:
+            conn.execute(
+                f"UPDATE profiles SET text = ?, tokens = ?, revision = revision + 1, {stamp} = ?, "
+                "updated_at = ? WHERE agent_id = ? AND revision = ?",
+                (text, tokens, now, now, agent_id, expected_revision),
+            )
+            if conn.changes() == 0:
+                current = self.get_profile(agent_id)
+                raise ConflictError(
+                    f"The profile changed since it was read (revision {expected_revision}, now "
+                    f"{current.revision}). Re-read it and apply the edit again."
+                )
+            return self.get_profile(agent_id)

@@ -1,0 +1,327 @@
+"""The seven memory tools, each defined once: arguments, description, handler.
+
+Every interface renders its schema from these definitions (``tool_schemas``) and calls them through
+one dispatcher (``call_tool``), which validates the arguments and always returns a JSON object:
+the tool's result, or ``{"error": "..."}`` with a message a model can act on. Errors never escape
+into the agent loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from hivekeep.core.routing import ROUTING_RULE
+from hivekeep.errors import HivekeepError, ValidationError
+from hivekeep.views import memory_view
+
+if TYPE_CHECKING:
+    from hivekeep.agent import Agent
+
+log = logging.getLogger(__name__)
+
+CategoryName = Literal["fact", "preference", "decision", "knowledge"]
+ScopeName = Literal["private", "shared"]
+Subject = Field(default=None, min_length=1, max_length=200, description="Who or what it is about.")
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class RecallArgs(_Args):
+    query: str = Field(min_length=1, max_length=1000, description="What to search for.")
+    limit: int | None = Field(default=None, ge=1, le=50, description="How many results (1-50).")
+    subject: str | None = Subject
+    category: CategoryName | None = None
+    since: str | None = Field(
+        default=None, description="Only memories created at or after this ISO date/datetime."
+    )
+
+
+class MemorizeArgs(_Args):
+    content: str = Field(min_length=1, max_length=2000, description="The memory, one sentence.")
+    category: CategoryName
+    subject: str | None = Subject
+    importance: int | None = Field(default=None, ge=1, le=10, description="1 (trivial)-10.")
+    scope: ScopeName = Field(
+        default="private", description="'shared' makes it searchable by every agent."
+    )
+    source_context: str | None = Field(
+        default=None, max_length=2000, description="Where or how this was learned."
+    )
+
+
+class EditProfileArgs(_Args):
+    section: str = Field(default="", max_length=80, description="Section title (## Title).")
+    operation: Literal["append", "replace_section", "remove_line"]
+    content: str = Field(min_length=1, max_length=6000, description="Lines to add/set/remove.")
+    pin: bool = Field(default=False, description="Edit the ## Pinned section instead.")
+
+
+class UpdateMemoryArgs(_Args):
+    memory_id: int = Field(ge=1)
+    content: str | None = Field(default=None, min_length=1, max_length=2000)
+    category: CategoryName | None = None
+    subject: str | None = Subject
+    scope: ScopeName | None = None
+    importance: int | None = Field(default=None, ge=1, le=10)
+
+
+class ForgetArgs(_Args):
+    memory_id: int = Field(ge=1)
+
+
+class ListMemoriesArgs(_Args):
+    subject: str | None = Subject
+    category: CategoryName | None = None
+    scope: ScopeName | None = Field(
+        default=None, description="'shared' lists shared memories of every agent."
+    )
+    limit: int = Field(default=50, ge=1, le=200)
+    offset: int = Field(default=0, ge=0)
+
+
+class ReviewMemoriesArgs(_Args):
+    subject: str | None = Subject
+    scope: ScopeName | None = None
+
+
+def _recall(agent: Agent, args: RecallArgs) -> dict[str, Any]:
+    result = agent.recall(
+        args.query,
+        limit=args.limit,
+        subject=args.subject,
+        category=args.category,
+        since=args.since,
+    )
+    out: dict[str, Any] = {
+        "memories": [memory_view(h.memory, agent.id, score=h.score) for h in result.hits]
+    }
+    if result.warning:
+        out["warning"] = result.warning
+    return out
+
+
+def _memorize(agent: Agent, args: MemorizeArgs) -> dict[str, Any]:
+    written = agent.memorize(
+        args.content,
+        category=args.category,
+        subject=args.subject,
+        importance=args.importance,
+        scope=args.scope,
+        source_context=args.source_context,
+    )
+    memory = written.memory
+    return {
+        "id": memory.id,
+        "content": memory.content,
+        "category": memory.category.value,
+        "subject": memory.subject,
+        "scope": memory.scope.value,
+        "duplicate": written.duplicate,
+    }
+
+
+def _edit_profile(agent: Agent, args: EditProfileArgs) -> dict[str, Any]:
+    profile = agent.edit_profile(args.section, args.operation, args.content, pin=args.pin)
+    return {
+        "success": True,
+        "profile": profile.text,
+        "tokens": profile.tokens,
+        "budget": agent.profile_budget,
+    }
+
+
+def _update_memory(agent: Agent, args: UpdateMemoryArgs) -> dict[str, Any]:
+    given = {name: getattr(args, name) for name in args.model_fields_set - {"memory_id"}}
+    return memory_view(agent.update_memory(args.memory_id, **given), agent.id)
+
+
+def _forget(agent: Agent, args: ForgetArgs) -> dict[str, Any]:
+    agent.forget(args.memory_id)
+    return {"success": True}
+
+
+def _list_memories(agent: Agent, args: ListMemoriesArgs) -> dict[str, Any]:
+    page = agent.list_memories(
+        subject=args.subject,
+        category=args.category,
+        scope=args.scope,
+        limit=args.limit,
+        offset=args.offset,
+    )
+    return {
+        "memories": [memory_view(m, agent.id) for m in page.memories],
+        "total": page.total,
+        "has_more": page.has_more,
+    }
+
+
+def _review_memories(agent: Agent, args: ReviewMemoriesArgs) -> dict[str, Any]:
+    return {
+        "error": "review_memories needs an LLM, and this hive has none configured. "
+        "The other memory tools work without one."
+    }
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args: type[_Args]
+    handler: Callable[[Agent, Any], dict[str, Any]]
+
+    def input_schema(self) -> dict[str, Any]:
+        return _clean_schema(self.args.model_json_schema())
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "recall",
+        "Search your archive (your own memories and those shared by other agents) by meaning and "
+        "keywords. The archive is never shown automatically: use recall before saying you don't "
+        "remember something. Filter by subject, category or since (creation date) when you know "
+        "them.",
+        RecallArgs,
+        _recall,
+    ),
+    Tool(
+        "memorize",
+        "Save an episodic memory to the archive right away: a dated event, a past detail, a "
+        f"one-off fact. {ROUTING_RULE} Use scope 'shared' only for what genuinely helps other "
+        "agents (user-wide preferences, infrastructure, decisions affecting everyone).",
+        MemorizeArgs,
+        _memorize,
+    ),
+    Tool(
+        "edit_profile",
+        "Patch your profile, the document always in your system prompt: append lines to a "
+        "section, replace a section, or remove a line. pin=true edits ## Pinned, which automatic "
+        f"rewrites never change. {ROUTING_RULE} The profile has a token budget; when it is full, "
+        "prune or move details to the archive.",
+        EditProfileArgs,
+        _edit_profile,
+    ),
+    Tool(
+        "update_memory",
+        "Correct an archive memory you wrote: content, category, subject, scope or importance. "
+        f"{ROUTING_RULE}",
+        UpdateMemoryArgs,
+        _update_memory,
+    ),
+    Tool(
+        "forget",
+        "Delete an archive memory you wrote that is outdated or wrong.",
+        ForgetArgs,
+        _forget,
+    ),
+    Tool(
+        "list_memories",
+        "List archive memories, newest first, filtered by subject, category or scope "
+        "('shared' lists memories shared by every agent).",
+        ListMemoriesArgs,
+        _list_memories,
+    ),
+    Tool(
+        "review_memories",
+        "Audit the archive with an LLM for contradictions, duplicates, stale entries and clutter. "
+        "Changes nothing itself; returns suggestions.",
+        ReviewMemoriesArgs,
+        _review_memories,
+    ),
+)
+TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+def validate(name: str, **arguments: Any) -> Any:
+    """Check typed-API arguments with the tool's own rules; raises ValidationError."""
+    tool = TOOLS_BY_NAME[name]
+    try:
+        return tool.args.model_validate(arguments)
+    except pydantic.ValidationError as exc:
+        raise ValidationError(_describe(name, exc)) from None
+
+
+def call_tool(agent: Agent, name: str, arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+    """Validate ``arguments`` and run tool ``name`` for ``agent``; always returns a JSON object."""
+    tool = TOOLS_BY_NAME.get(name)
+    if tool is None:
+        return {"error": f"Unknown tool {name!r}. Available tools: {', '.join(TOOLS_BY_NAME)}."}
+    try:
+        if isinstance(arguments, str):
+            args = tool.args.model_validate_json(arguments or "{}")
+        else:
+            args = tool.args.model_validate(arguments or {})
+    except pydantic.ValidationError as exc:
+        return {"error": _describe(name, exc)}
+    try:
+        return tool.handler(agent, args)
+    except HivekeepError as exc:
+        return {"error": str(exc)}
+
+
+def _describe(tool: str, exc: pydantic.ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False)[:5]:
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        if error["type"] == "extra_forbidden":
+            problems.append(f"'{where}' is not a parameter of {tool}")
+        elif error["type"] == "missing":
+            problems.append(f"'{where}' is required")
+        else:
+            problems.append(f"'{where}' {error['msg'][0].lower()}{error['msg'][1:]}")
+    valid = ", ".join(TOOLS_BY_NAME[tool].args.model_fields)
+    return f"Invalid arguments for {tool}: {'; '.join(problems)}. Parameters: {valid}."
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Plain JSON Schema for model APIs: no titles, optional fields as their non-null type."""
+    properties: dict[str, Any] = {}
+    for name, prop in schema.get("properties", {}).items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        options = prop.pop("anyOf", None)
+        if options:
+            non_null = [o for o in options if o.get("type") != "null"]
+            prop = {**non_null[0], **prop} if len(non_null) == 1 else {"anyOf": options, **prop}
+        if prop.get("default", ...) is None:
+            del prop["default"]
+        properties[name] = prop
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": schema.get("required", []),
+        "additionalProperties": False,
+    }
+
+
+def tool_schemas(flavor: Literal["openai", "anthropic", "mcp"] = "openai") -> list[dict[str, Any]]:
+    """Every tool's schema in the format of an LLM API (or MCP's ``inputSchema``)."""
+    if flavor == "openai":
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema(),
+                },
+            }
+            for t in TOOLS
+        ]
+    if flavor == "anthropic":
+        return [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
+            for t in TOOLS
+        ]
+    if flavor == "mcp":
+        return [
+            {"name": t.name, "description": t.description, "inputSchema": t.input_schema()}
+            for t in TOOLS
+        ]
+    raise ValueError(f"Unknown schema flavor {flavor!r}; use 'openai', 'anthropic' or 'mcp'.")
