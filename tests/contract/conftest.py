@@ -1,0 +1,30 @@
+"""The store contract runs against every backend listed in ``BACKENDS``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from hivekeep.store.base import EmbeddingSpace, Store
+from hivekeep.store.sqlite import SQLiteStore
+
+DIMENSION = 8
+
+
+def _sqlite(tmp_path: Path) -> Store:
+    return SQLiteStore(tmp_path / "contract.db")
+
+
+BACKENDS: dict[str, Callable[[Path], Store]] = {"sqlite": _sqlite}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    opened = BACKENDS[request.param](tmp_path)
+    opened.reset_embedding_space(EmbeddingSpace("test:contract", DIMENSION))
+    try:
+        yield opened
+    finally:
+        opened.close()

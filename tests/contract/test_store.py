@@ -1,0 +1,326 @@
+"""The storage contract: what every backend must do, tested through the ``Store`` protocol only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hivekeep.errors import ConflictError, NotFound
+from hivekeep.store.base import (
+    KEEP,
+    EmbeddingSpace,
+    MemoryChanges,
+    MemoryFilter,
+    NewMemory,
+    Store,
+)
+from hivekeep.types import Category, EmbeddingState, Scope
+from tests.contract.conftest import DIMENSION
+from tests.support import random_unit, with_cosine
+
+NO_FILTER = MemoryFilter()
+
+
+def vec(seed: str) -> np.ndarray:
+    return random_unit(seed, DIMENSION)
+
+
+def put(store: Store, agent_id: int, content: str, vector=None, dedup=0.9, **fields) -> int:
+    """Insert and return the id; ``dedup`` above 1 disables the vector duplicate check."""
+    memory = NewMemory(agent_id=agent_id, content=content, category=fields.pop("category",
+                       Category.FACT), **fields)
+    record, duplicate = store.insert_memory(
+        memory, vector if vector is not None else vec(content), text_key=content.lower(),
+        dedup_threshold=dedup,
+    )
+    assert not duplicate
+    return record.id
+
+
+@pytest.fixture
+def agents(store: Store) -> tuple[int, int]:
+    return store.create_agent("alice", "").id, store.create_agent("bob", "").id
+
+
+# agents ---------------------------------------------------------------------------------------
+def test_agents_are_created_listed_and_found_by_id_or_name(store: Store) -> None:
+    created = store.create_agent("alice", "helper")
+    assert store.get_agent(created.id) == created
+    assert store.get_agent("alice") == created
+    assert [a.name for a in store.list_agents()] == ["alice"]
+
+
+def test_agent_names_are_unique_case_insensitively(store: Store) -> None:
+    store.create_agent("alice", "")
+    with pytest.raises(ConflictError, match="(?i)alice"):
+        store.create_agent("ALICE", "")
+
+
+def test_missing_agent_is_not_found(store: Store) -> None:
+    with pytest.raises(NotFound):
+        store.get_agent("nobody")
+    with pytest.raises(NotFound):
+        store.get_agent(999)
+
+
+def test_new_agent_has_empty_profile_at_revision_zero(store: Store) -> None:
+    profile = store.get_profile(store.create_agent("alice", "").id)
+    assert (profile.text, profile.tokens, profile.revision) == ("", 0, 0)
+
+
+# memories: writes -----------------------------------------------------------------------------
+def test_insert_and_get_round_trip(store: Store, agents: tuple[int, int]) -> None:
+    alice, _ = agents
+    memory_id = put(store, alice, "Tea over coffee", subject="user", importance=7,
+                    source_context="chat on Monday")
+    got = store.get_memory(memory_id, alice)
+    assert (got.content, got.subject, got.importance, got.source_context) == (
+        "Tea over coffee", "user", 7, "chat on Monday")
+    assert got.scope is Scope.PRIVATE and got.author_name == "alice"
+    assert got.embedding_state is EmbeddingState.READY
+
+
+def test_exact_text_duplicate_is_found_across_visible_scopes(store: Store, agents) -> None:
+    alice, bob = agents
+    shared = put(store, bob, "Deploys happen on Fridays", scope=Scope.SHARED)
+    record, duplicate = store.insert_memory(
+        NewMemory(agent_id=alice, content="deploys happen on fridays", category=Category.FACT),
+        vec("other"), text_key="deploys happen on fridays", dedup_threshold=0.9,
+    )
+    assert duplicate and record.id == shared
+
+
+def test_other_agents_private_text_is_never_a_duplicate(store: Store, agents) -> None:
+    alice, bob = agents
+    put(store, bob, "secret plan")
+    record, duplicate = store.insert_memory(
+        NewMemory(agent_id=alice, content="secret plan", category=Category.FACT),
+        vec("secret plan"), text_key="secret plan", dedup_threshold=0.9,
+    )
+    assert not duplicate and record.agent_id == alice
+
+
+def test_vector_duplicate_at_threshold(store: Store, agents) -> None:
+    alice, _ = agents
+    base = vec("base")
+    first = put(store, alice, "first", base)
+    near, dup = store.insert_memory(
+        NewMemory(agent_id=alice, content="near", category=Category.FACT),
+        with_cosine(base, 0.95, "n"), text_key="near", dedup_threshold=0.9)
+    far, not_dup = store.insert_memory(
+        NewMemory(agent_id=alice, content="far", category=Category.FACT),
+        with_cosine(base, 0.85, "f"), text_key="far", dedup_threshold=0.9)
+    assert dup and near.id == first
+    assert not not_dup and far.id != first
+
+
+def test_failed_insert_leaves_nothing_behind(store: Store, agents) -> None:
+    alice, _ = agents
+    with pytest.raises(Exception):  # a vector of the wrong dimension is refused by the index
+        store.insert_memory(
+            NewMemory(agent_id=alice, content="broken write", category=Category.FACT),
+            np.ones(DIMENSION + 3, dtype=np.float32), text_key="broken write",
+            dedup_threshold=0.9)
+    assert store.list_memories(alice, NO_FILTER, 10, 0) == ([], 0)
+    assert store.text_search(alice, '"broken"*', 10, NO_FILTER) == []
+
+
+def test_pending_memory_is_found_by_text_and_backfilled(store: Store, agents) -> None:
+    alice, _ = agents
+    record, _ = store.insert_memory(
+        NewMemory(agent_id=alice, content="Kayaking trip in June", category=Category.FACT),
+        None, text_key="kayaking trip in june", dedup_threshold=0.9)
+    assert record.embedding_state is EmbeddingState.PENDING
+    assert store.count_pending() == 1
+    assert store.text_search(alice, '"kayaking"*', 10, NO_FILTER) == [record.id]
+    assert store.vector_search(alice, vec("Kayaking trip in June"), 10, NO_FILTER) == []
+    [pending] = store.pending_embeddings(10)
+    assert store.store_embedding(pending.memory_id, pending.content, vec("kayak"))
+    assert store.count_pending() == 0
+    assert store.vector_search(alice, vec("kayak"), 1, NO_FILTER)[0][0] == record.id
+
+
+def test_store_embedding_refuses_stale_content(store: Store, agents) -> None:
+    alice, _ = agents
+    record, _ = store.insert_memory(
+        NewMemory(agent_id=alice, content="old text", category=Category.FACT), None,
+        text_key="old text", dedup_threshold=0.9)
+    store.update_memory(record.id, alice, MemoryChanges(content="new text"),
+                        text_key="new text", vector=None)
+    assert not store.store_embedding(record.id, "old text", vec("old"))
+    assert store.count_pending() == 1
+
+
+def test_update_changes_fields_and_keeps_the_rest(store: Store, agents) -> None:
+    alice, _ = agents
+    memory_id = put(store, alice, "Likes jazz", subject="user", importance=3)
+    updated = store.update_memory(
+        memory_id, alice, MemoryChanges(importance=9, subject=None), text_key=None, vector=KEEP)
+    assert (updated.content, updated.subject, updated.importance) == ("Likes jazz", None, 9)
+    assert updated.embedding_state is EmbeddingState.READY
+
+
+def test_update_keeps_full_text_index_in_sync(store: Store, agents) -> None:
+    alice, _ = agents
+    memory_id = put(store, alice, "Favourite colour is green")
+    store.update_memory(memory_id, alice, MemoryChanges(content="Favourite colour is purple"),
+                        text_key="favourite colour is purple", vector=vec("purple"))
+    assert store.text_search(alice, '"green"*', 10, NO_FILTER) == []
+    assert store.text_search(alice, '"purple"*', 10, NO_FILTER) == [memory_id]
+
+
+def test_full_text_covers_subject(store: Store, agents) -> None:
+    alice, _ = agents
+    memory_id = put(store, alice, "Starts a new job in March", subject="Melanie")
+    assert store.text_search(alice, '"melanie"*', 10, NO_FILTER) == [memory_id]
+
+
+def test_delete_removes_row_and_both_indexes(store: Store, agents) -> None:
+    alice, _ = agents
+    memory_id = put(store, alice, "Temporary note", vec("tmp"))
+    store.delete_memory(memory_id, alice)
+    with pytest.raises(NotFound):
+        store.get_memory(memory_id, alice)
+    assert store.text_search(alice, '"temporary"*', 10, NO_FILTER) == []
+    assert store.vector_search(alice, vec("tmp"), 10, NO_FILTER) == []
+
+
+def test_writes_are_owner_only(store: Store, agents) -> None:
+    alice, bob = agents
+    private = put(store, alice, "alice private")
+    shared = put(store, alice, "alice shared", scope=Scope.SHARED)
+    for memory_id in (private, shared):
+        with pytest.raises(NotFound):
+            store.update_memory(memory_id, bob, MemoryChanges(content="hijacked"),
+                                text_key="hijacked", vector=KEEP)
+        with pytest.raises(NotFound):
+            store.delete_memory(memory_id, bob)
+    assert store.get_memory(private, alice).content == "alice private"
+    assert store.get_memory(shared, alice).content == "alice shared"
+
+
+def test_scope_change_moves_visibility_in_both_arms(store: Store, agents) -> None:
+    alice, bob = agents
+    memory_id = put(store, alice, "Office wifi password rotates monthly", vec("wifi"))
+    assert store.vector_search(bob, vec("wifi"), 5, NO_FILTER) == []
+    store.update_memory(memory_id, alice, MemoryChanges(scope=Scope.SHARED), text_key=None,
+                        vector=KEEP)
+    assert store.vector_search(bob, vec("wifi"), 5, NO_FILTER)[0][0] == memory_id
+    assert store.text_search(bob, '"wifi"*', 5, NO_FILTER) == [memory_id]
+    store.update_memory(memory_id, alice, MemoryChanges(scope=Scope.PRIVATE), text_key=None,
+                        vector=KEEP)
+    assert store.vector_search(bob, vec("wifi"), 5, NO_FILTER) == []
+    assert store.text_search(bob, '"wifi"*', 5, NO_FILTER) == []
+
+
+# memories: reads ------------------------------------------------------------------------------
+def test_reads_never_return_another_agents_private_memory(store: Store, agents) -> None:
+    alice, bob = agents
+    private = put(store, bob, "bob diary entry", vec("diary"))
+    shared = put(store, bob, "bob shared diary", vec("shared diary"), scope=Scope.SHARED)
+    with pytest.raises(NotFound):
+        store.get_memory(private, alice)
+    assert set(store.fetch_memories(alice, [private, shared])) == {shared}
+    assert [i for i, _ in store.vector_search(alice, vec("diary"), 10, NO_FILTER)] == [shared]
+    assert store.text_search(alice, '"diary"*', 10, NO_FILTER) == [shared]
+    memories, total = store.list_memories(alice, NO_FILTER, 10, 0)
+    assert [m.id for m in memories] == [shared] and total == 1
+
+
+def test_vector_search_reports_cosine_similarity(store: Store, agents) -> None:
+    alice, _ = agents
+    query = vec("query")
+    close = put(store, alice, "close", with_cosine(query, 0.6, "a"))
+    far = put(store, alice, "far", with_cosine(query, 0.4, "b"))
+    hits = dict(store.vector_search(alice, query, 10, NO_FILTER))
+    assert hits[close] == pytest.approx(0.6, abs=1e-5)
+    assert hits[far] == pytest.approx(0.4, abs=1e-5)
+
+
+def test_own_memories_are_not_starved_by_other_agents_vectors(store: Store, agents) -> None:
+    alice, bob = agents
+    query = vec("query")
+    for i in range(60):
+        put(store, bob, f"bob {i}", with_cosine(query, 0.8 + i * 0.001, f"b{i}"), dedup=2)
+    mine = put(store, alice, "mine", with_cosine(query, 0.3, "mine"))
+    assert store.vector_search(alice, query, 3, NO_FILTER)[0][0] == mine
+
+
+def test_filters_apply_inside_the_vector_search(store: Store, agents) -> None:
+    alice, _ = agents
+    query = vec("query")
+    for i in range(30):
+        put(store, alice, f"noise {i}", with_cosine(query, 0.9 - i * 0.001, f"n{i}"),
+            dedup=2, category=Category.FACT, subject="noise")
+    wanted = put(store, alice, "decision", with_cosine(query, 0.2, "d"),
+                 category=Category.DECISION, subject="Project X")
+    assert [i for i, _ in store.vector_search(
+        alice, query, 2, MemoryFilter(category=Category.DECISION))] == [wanted]
+    assert [i for i, _ in store.vector_search(
+        alice, query, 2, MemoryFilter(subject="project x"))] == [wanted]
+
+
+def test_since_filters_on_creation_time_in_both_arms(store: Store, agents) -> None:
+    alice, _ = agents
+    old = put(store, alice, "old trip to Rome", created_at="2023-01-01T00:00:00.000000Z")
+    new = put(store, alice, "new trip to Rome", created_at="2025-01-01T00:00:00.000000Z")
+    since = MemoryFilter(since="2024-01-01T00:00:00.000000Z")
+    store.update_memory(old, alice, MemoryChanges(importance=5), text_key=None, vector=KEEP)
+    assert store.text_search(alice, '"rome"*', 10, since) == [new]
+    assert [i for i, _ in store.vector_search(alice, vec("old trip to Rome"), 10, since)] == [new]
+    memories, total = store.list_memories(alice, since, 10, 0)
+    assert [m.id for m in memories] == [new] and total == 1
+
+
+def test_list_scopes_and_pagination(store: Store, agents) -> None:
+    alice, bob = agents
+    mine = [put(store, alice, f"alice note {i}") for i in range(5)]
+    bobs_shared = put(store, bob, "bob shared note", scope=Scope.SHARED)
+    put(store, bob, "bob private note")
+    page, total = store.list_memories(alice, NO_FILTER, 4, 0)
+    assert total == 6 and len(page) == 4
+    rest, _ = store.list_memories(alice, NO_FILTER, 4, 4)
+    assert {m.id for m in page + rest} == {*mine, bobs_shared}
+    shared, total = store.list_memories(alice, MemoryFilter(scope=Scope.SHARED), 10, 0)
+    assert [m.id for m in shared] == [bobs_shared] and total == 1
+    private, total = store.list_memories(alice, MemoryFilter(scope=Scope.PRIVATE), 10, 0)
+    assert {m.id for m in private} == set(mine) and total == 5
+    assert page[0].created_at >= page[-1].created_at
+
+
+def test_mark_retrieved_counts(store: Store, agents) -> None:
+    alice, _ = agents
+    memory_id = put(store, alice, "counted")
+    store.mark_retrieved([memory_id])
+    store.mark_retrieved([memory_id])
+    got = store.get_memory(memory_id, alice)
+    assert got.retrieval_count == 2 and got.last_retrieved_at is not None
+
+
+def test_text_search_with_stemming(store: Store, agents) -> None:
+    alice, _ = agents
+    memory_id = put(store, alice, "She went running every morning")
+    assert store.text_search(alice, '"runs"*', 10, NO_FILTER) == [memory_id]
+
+
+# embedding space --------------------------------------------------------------------------------
+def test_reset_embedding_space_drops_vectors_and_marks_pending(store: Store, agents) -> None:
+    alice, _ = agents
+    put(store, alice, "one")
+    put(store, alice, "two")
+    assert store.reset_embedding_space(EmbeddingSpace("test:other", 4)) == 2
+    assert store.embedding_space() == EmbeddingSpace("test:other", 4)
+    assert store.count_pending() == 2
+    assert store.vector_search(alice, np.ones(4) / 2, 10, NO_FILTER) == []
+
+
+# profiles -------------------------------------------------------------------------------------
+def test_profile_compare_and_swap(store: Store, agents) -> None:
+    alice, _ = agents
+    first = store.save_profile(alice, "## A\nx\n", 4, expected_revision=0, manual=True)
+    assert first.revision == 1 and first.manually_edited_at is not None
+    second = store.save_profile(alice, "## A\ny\n", 4, expected_revision=1, manual=False)
+    assert second.revision == 2 and second.last_rewrite_at is not None
+    with pytest.raises(ConflictError, match="revision"):
+        store.save_profile(alice, "## A\nstale\n", 4, expected_revision=1, manual=False)
+    assert store.get_profile(alice).text == "## A\ny\n"

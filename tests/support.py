@@ -1,0 +1,47 @@
+"""Test embedders: user-supplied ``Embedder`` implementations with exactly known vectors.
+
+``VectorTable`` returns the vector a test registered for a text (exact cosines for threshold
+tests); unknown texts get a deterministic pseudo-random unit vector, so unrelated texts are nearly
+orthogonal. Tests that need the real model use ``LocalEmbedder``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def random_unit(seed_text: str, dimension: int) -> np.ndarray:
+    seed = int.from_bytes(hashlib.sha256(seed_text.encode()).digest()[:8], "little")
+    vector = np.random.default_rng(seed).standard_normal(dimension)
+    return (vector / np.linalg.norm(vector)).astype(np.float32)
+
+
+def with_cosine(base: np.ndarray, cosine: float, seed_text: str) -> np.ndarray:
+    """A unit vector whose cosine similarity to unit vector ``base`` is exactly ``cosine``."""
+    noise = random_unit(seed_text, base.shape[0]).astype(np.float64)
+    orthogonal = noise - (noise @ base) * base
+    orthogonal /= np.linalg.norm(orthogonal)
+    return (cosine * base + np.sqrt(1 - cosine**2) * orthogonal).astype(np.float32)
+
+
+class VectorTable:
+    """An embedder whose vectors are set by the test."""
+
+    def __init__(self, dimension: int = 16, model_id: str = "test:vector-table") -> None:
+        self.model_id = model_id
+        self.dimension = dimension
+        self.vectors: dict[str, np.ndarray] = {}
+        self.calls: list[list[str]] = []
+        self.fail = False
+
+    def set(self, text: str, vector: np.ndarray) -> None:
+        self.vectors[text] = np.asarray(vector, dtype=np.float32)
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        if self.fail:
+            raise ConnectionError("embedding service unreachable")
+        self.calls.append(list(texts))
+        return [self.vectors.get(t, random_unit(t, self.dimension)) for t in texts]
