@@ -1,4 +1,4 @@
-"""hivekeep: persistent memory for LLM agents — an always-present profile and a searchable archive."""
+"""hivekeep: persistent memory for LLM agents — an always-present profile, a searchable archive."""
 
 from hivekeep.agent import Agent, MemoryPage
 from hivekeep.config import Settings

@@ -98,7 +98,7 @@ class Agent:
         scope: Scope | str = Scope.PRIVATE,
         source_context: str | None = None,
     ) -> Memorized:
-        """Save a memory now; returns the existing one (``duplicate=True``) if it is already known."""
+        """Save a memory now; returns the existing one (``duplicate=True``) if already known."""
         args = tools.validate(
             "memorize",
             content=content,
@@ -127,8 +127,8 @@ class Agent:
         *,
         content: str | _Keep = KEEP,
         category: Category | str | _Keep = KEEP,
-        subject: str | None | _Keep = KEEP,
-        importance: int | None | _Keep = KEEP,
+        subject: str | _Keep | None = KEEP,
+        importance: int | _Keep | None = KEEP,
         scope: Scope | str | _Keep = KEEP,
     ) -> MemoryRecord:
         """Change a memory this agent wrote; fields left as ``KEEP`` are unchanged."""

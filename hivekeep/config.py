@@ -64,7 +64,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Cosine similarity below which vector hits are dropped (a spam filter). Default: the "
         "embedder's calibrated floor, else 0.5.",
     ),
-    Setting("MEMORY_RRF_K", "rrf_k", _positive_int, None, "RRF smoothing constant K. Default: the embedder's calibrated K, else 60."),
+    Setting(
+        "MEMORY_RRF_K",
+        "rrf_k",
+        _positive_int,
+        None,
+        "RRF smoothing constant K. Default: the embedder's calibrated K, else 60.",
+    ),
     Setting(
         "MEMORY_FTS_BOOST",
         "fts_weight",

@@ -1,10 +1,10 @@
 """Building FTS5 match expressions from free text, safely.
 
-User text never reaches FTS5 syntax: the query is split into word tokens and each one is emitted as a
-quoted string with a prefix star (``"term"*``), so ``AND``, ``NEAR(``, ``*``, ``^`` and quotes are
-just words or nothing. Stopwords are dropped unless nothing else is left; two-letter terms such as
-"AI" or "Go" are kept; a query yields an AND expression (every term) and an OR expression (any term)
-so the search can ask for the strict match first and fill the rest from the loose one.
+User text never reaches FTS5 syntax: the query is split into word tokens and each one is emitted
+as a quoted string with a prefix star (``"term"*``), so ``AND``, ``NEAR(``, ``*``, ``^`` and
+quotes are just words or nothing. Stopwords are dropped unless nothing else is left; two-letter
+terms such as "AI" or "Go" are kept. A query yields an AND expression (every term) and an OR
+expression (any term), so the search can ask for the strict match first and fill from the loose.
 """
 
 from __future__ import annotations
@@ -16,15 +16,135 @@ MAX_TERMS = 32
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its itself
-    just me more most my myself no nor not now of off on once only or other our ours ourselves out
-    over own same she should so some such than that the their theirs them themselves then there
-    these they this those through to too under until up very was we were what when where which
-    while who whom why will with would you your yours yourself yourselves near
-    """.split()
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "near",
+    ]
 )
 
 

@@ -24,7 +24,7 @@ def normalise_text(content: str) -> str:
 
 
 def embedding_text(content: str, subject: str | None) -> str:
-    """What the vector of a memory is computed from (one place, so it can be tuned by measurement)."""
+    """What a memory's vector is computed from (one place, so it can be tuned by measurement)."""
     return content
 
 

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = Sequence[Sequence[float]] | Sequence[npt.NDArray[np.floating[Any]]] | npt.NDArray[Any]
 
 
 @dataclass(frozen=True)
@@ -24,7 +29,6 @@ class RecallDefaults:
     fts_weight: float | None = None
 
 
-@runtime_checkable
 class Embedder(Protocol):
     """Turns texts into vectors of a fixed dimension.
 
@@ -40,4 +44,4 @@ class Embedder(Protocol):
     @property
     def dimension(self) -> int: ...
 
-    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
+    def embed(self, texts: Sequence[str]) -> Vectors: ...

@@ -62,7 +62,7 @@ class ArchiveService:
         subject = current.subject if isinstance(changes.subject, _Keep) else changes.subject
         old_text = embedding_text(current.content, current.subject)
         new_text = embedding_text(content, subject)
-        vector: Vector | None | _Keep = KEEP
+        vector: Vector | _Keep | None = KEEP
         if new_text != old_text:
             vector = self.embeddings.try_embed_one(new_text)
         text_key = None if isinstance(changes.content, _Keep) else normalise_text(content)

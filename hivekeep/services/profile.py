@@ -21,7 +21,7 @@ class ProfileService:
     def edit(
         self, agent_id: int, section: str, operation: str, content: str, pin: bool = False
     ) -> ProfileRecord:
-        """Apply one edit_profile operation; a concurrent write makes it re-apply on the new text."""
+        """Apply one edit_profile operation; after a concurrent write, re-apply on the new text."""
         for _ in range(CAS_ATTEMPTS):
             current = self.store.get_profile(agent_id)
             new_text = doc.apply_edit(current.text, section, operation, content, pin=pin)
@@ -41,7 +41,9 @@ class ProfileService:
             "try again."
         )
 
-    def replace(self, agent_id: int, text: str, expected_revision: int | None = None) -> ProfileRecord:
+    def replace(
+        self, agent_id: int, text: str, expected_revision: int | None = None
+    ) -> ProfileRecord:
         """A user's whole-document edit (UI, API, CLI), under the same budget rule as the tool.
 
         With ``expected_revision`` the write fails with ConflictError if someone wrote meanwhile;

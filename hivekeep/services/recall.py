@@ -87,9 +87,7 @@ class RecallService:
                     seen.add(memory_id)
         return found
 
-    def recall(
-        self, agent_id: int, query: str, limit: int, filters: MemoryFilter
-    ) -> RecallResult:
+    def recall(self, agent_id: int, query: str, limit: int, filters: MemoryFilter) -> RecallResult:
         pool = POOL_FACTOR * limit
         arms, warning = self.arms(agent_id, query, pool, filters)
         candidates = self.store.fetch_memories(

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from hivekeep.types import Category, EmbeddingState, Scope, Source
 
-Vector = Sequence[float]
+Vector = Sequence[float] | npt.NDArray[np.floating[Any]]
 
 
 class _Keep:
@@ -71,8 +74,8 @@ class MemoryChanges:
 
     content: str | _Keep = KEEP
     category: Category | _Keep = KEEP
-    subject: str | None | _Keep = KEEP
-    importance: int | None | _Keep = KEEP
+    subject: str | _Keep | None = KEEP
+    importance: int | _Keep | None = KEEP
     scope: Scope | _Keep = KEEP
 
 
@@ -144,7 +147,7 @@ class Store(Protocol):
     def embedding_space(self) -> EmbeddingSpace | None: ...
 
     def reset_embedding_space(self, space: EmbeddingSpace) -> int:
-        """Switch to a new model: drop every vector, mark every memory pending; returns the count."""
+        """Switch models: drop every vector, mark every memory pending; returns the count."""
         ...
 
     # memories ---------------------------------------------------------------------------------
@@ -170,7 +173,7 @@ class Store(Protocol):
         changes: MemoryChanges,
         *,
         text_key: str | None,
-        vector: Vector | None | _Keep,
+        vector: Vector | _Keep | None,
     ) -> MemoryRecord:
         """Owner-only; ``vector`` KEEP keeps the stored one, None marks the memory pending."""
         ...
@@ -185,9 +188,7 @@ class Store(Protocol):
         """(memory id, cosine similarity), best first, over the viewer's visible memories."""
         ...
 
-    def text_search(
-        self, viewer_id: int, match: str, k: int, filters: MemoryFilter
-    ) -> list[int]:
+    def text_search(self, viewer_id: int, match: str, k: int, filters: MemoryFilter) -> list[int]:
         """Memory ids matching a full-text expression, best first, over visible memories."""
         ...
 
@@ -206,7 +207,7 @@ class Store(Protocol):
     def pending_embeddings(self, limit: int) -> list[PendingEmbedding]: ...
 
     def store_embedding(self, memory_id: int, content: str, vector: Vector) -> bool:
-        """Attach a vector if the memory still has ``content`` (else False: it changed meanwhile)."""
+        """Attach a vector if the memory still has ``content`` (else False: it changed)."""
         ...
 
     def count_pending(self) -> int:

@@ -187,9 +187,7 @@ class SQLiteStore:
                 "('embedding_dim', ?)",
                 (space.model, str(space.dimension)),
             )
-            conn.execute(
-                "UPDATE memories SET embedding_state = 'pending', embedding_model = NULL"
-            )
+            conn.execute("UPDATE memories SET embedding_state = 'pending', embedding_model = NULL")
             return int(conn.changes())
 
     def _write_vector(self, conn: Any, memory: MemoryRecord, vector: Vector | None) -> None:
@@ -203,18 +201,21 @@ class SQLiteStore:
                 (memory.id,),
             )
             return
-        conn.execute(
-            "INSERT INTO memory_vec(memory_id, embedding, audience, category, subject, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                memory.id,
-                encode_vector(vector),
-                _audience(memory.agent_id, memory.scope),
-                memory.category.value,
-                _subject_key(memory.subject),
-                memory.created_at,
-            ),
-        )
+        try:
+            conn.execute(
+                "INSERT INTO memory_vec(memory_id, embedding, audience, category, subject, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    memory.id,
+                    encode_vector(vector),
+                    _audience(memory.agent_id, memory.scope),
+                    memory.category.value,
+                    _subject_key(memory.subject),
+                    memory.created_at,
+                ),
+            )
+        except apsw.SQLError as exc:
+            raise StoreError(f"The vector index refused memory {memory.id}: {exc}.") from exc
         conn.execute(
             "UPDATE memories SET embedding_state = 'ready', embedding_model = ? WHERE id = ?",
             (model[0], memory.id),
@@ -226,7 +227,9 @@ class SQLiteStore:
     ) -> tuple[MemoryRecord, bool]:
         with self.atomic() as conn:
             author = self.get_agent(memory.agent_id)
-            duplicate = self._find_duplicate(conn, memory.agent_id, text_key, vector, dedup_threshold)
+            duplicate = self._find_duplicate(
+                conn, memory.agent_id, text_key, vector, dedup_threshold
+            )
             if duplicate is not None:
                 return self.get_memory(duplicate, memory.agent_id), True
             now = now_timestamp()
@@ -297,7 +300,7 @@ class SQLiteStore:
         changes: MemoryChanges,
         *,
         text_key: str | None,
-        vector: Vector | None | _Keep,
+        vector: Vector | _Keep | None,
     ) -> MemoryRecord:
         with self.atomic() as conn:
             self._owned(memory_id, owner_id)
@@ -352,11 +355,14 @@ class SQLiteStore:
         if filters.since is not None:
             clauses.append("created_at >= :since")
             params["since"] = filters.since
-        rows = self._read(
-            f"SELECT memory_id, distance FROM memory_vec WHERE {' AND '.join(clauses)} "
-            "ORDER BY distance",
-            params,
-        )
+        try:
+            rows = self._read(
+                f"SELECT memory_id, distance FROM memory_vec WHERE {' AND '.join(clauses)} "
+                "ORDER BY distance",
+                params,
+            )
+        except apsw.SQLError as exc:
+            raise StoreError(f"The vector index refused the query vector: {exc}.") from exc
         # sqlite-vec's cosine distance is 1 - cosine similarity.
         return [(int(memory_id), 1.0 - float(distance)) for memory_id, distance in rows]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hivekeep.errors import ConflictError, NotFound
+from hivekeep.errors import ConflictError, NotFound, StoreError
 from hivekeep.store.base import (
     KEEP,
     EmbeddingSpace,
@@ -27,10 +27,13 @@ def vec(seed: str) -> np.ndarray:
 
 def put(store: Store, agent_id: int, content: str, vector=None, dedup=0.9, **fields) -> int:
     """Insert and return the id; ``dedup`` above 1 disables the vector duplicate check."""
-    memory = NewMemory(agent_id=agent_id, content=content, category=fields.pop("category",
-                       Category.FACT), **fields)
+    memory = NewMemory(
+        agent_id=agent_id, content=content, category=fields.pop("category", Category.FACT), **fields
+    )
     record, duplicate = store.insert_memory(
-        memory, vector if vector is not None else vec(content), text_key=content.lower(),
+        memory,
+        vector if vector is not None else vec(content),
+        text_key=content.lower(),
         dedup_threshold=dedup,
     )
     assert not duplicate
@@ -52,7 +55,7 @@ def test_agents_are_created_listed_and_found_by_id_or_name(store: Store) -> None
 
 def test_agent_names_are_unique_case_insensitively(store: Store) -> None:
     store.create_agent("alice", "")
-    with pytest.raises(ConflictError, match="(?i)alice"):
+    with pytest.raises(ConflictError, match=r"(?i)alice"):
         store.create_agent("ALICE", "")
 
 
@@ -71,11 +74,21 @@ def test_new_agent_has_empty_profile_at_revision_zero(store: Store) -> None:
 # memories: writes -----------------------------------------------------------------------------
 def test_insert_and_get_round_trip(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
-    memory_id = put(store, alice, "Tea over coffee", subject="user", importance=7,
-                    source_context="chat on Monday")
+    memory_id = put(
+        store,
+        alice,
+        "Tea over coffee",
+        subject="user",
+        importance=7,
+        source_context="chat on Monday",
+    )
     got = store.get_memory(memory_id, alice)
     assert (got.content, got.subject, got.importance, got.source_context) == (
-        "Tea over coffee", "user", 7, "chat on Monday")
+        "Tea over coffee",
+        "user",
+        7,
+        "chat on Monday",
+    )
     assert got.scope is Scope.PRIVATE and got.author_name == "alice"
     assert got.embedding_state is EmbeddingState.READY
 
@@ -85,7 +98,9 @@ def test_exact_text_duplicate_is_found_across_visible_scopes(store: Store, agent
     shared = put(store, bob, "Deploys happen on Fridays", scope=Scope.SHARED)
     record, duplicate = store.insert_memory(
         NewMemory(agent_id=alice, content="deploys happen on fridays", category=Category.FACT),
-        vec("other"), text_key="deploys happen on fridays", dedup_threshold=0.9,
+        vec("other"),
+        text_key="deploys happen on fridays",
+        dedup_threshold=0.9,
     )
     assert duplicate and record.id == shared
 
@@ -95,7 +110,9 @@ def test_other_agents_private_text_is_never_a_duplicate(store: Store, agents) ->
     put(store, bob, "secret plan")
     record, duplicate = store.insert_memory(
         NewMemory(agent_id=alice, content="secret plan", category=Category.FACT),
-        vec("secret plan"), text_key="secret plan", dedup_threshold=0.9,
+        vec("secret plan"),
+        text_key="secret plan",
+        dedup_threshold=0.9,
     )
     assert not duplicate and record.agent_id == alice
 
@@ -106,21 +123,29 @@ def test_vector_duplicate_at_threshold(store: Store, agents) -> None:
     first = put(store, alice, "first", base)
     near, dup = store.insert_memory(
         NewMemory(agent_id=alice, content="near", category=Category.FACT),
-        with_cosine(base, 0.95, "n"), text_key="near", dedup_threshold=0.9)
+        with_cosine(base, 0.95, "n"),
+        text_key="near",
+        dedup_threshold=0.9,
+    )
     far, not_dup = store.insert_memory(
         NewMemory(agent_id=alice, content="far", category=Category.FACT),
-        with_cosine(base, 0.85, "f"), text_key="far", dedup_threshold=0.9)
+        with_cosine(base, 0.85, "f"),
+        text_key="far",
+        dedup_threshold=0.9,
+    )
     assert dup and near.id == first
     assert not not_dup and far.id != first
 
 
 def test_failed_insert_leaves_nothing_behind(store: Store, agents) -> None:
     alice, _ = agents
-    with pytest.raises(Exception):  # a vector of the wrong dimension is refused by the index
+    with pytest.raises(StoreError):  # a vector of the wrong dimension is refused by the index
         store.insert_memory(
             NewMemory(agent_id=alice, content="broken write", category=Category.FACT),
-            np.ones(DIMENSION + 3, dtype=np.float32), text_key="broken write",
-            dedup_threshold=0.9)
+            np.ones(DIMENSION + 3, dtype=np.float32),
+            text_key="broken write",
+            dedup_threshold=0.9,
+        )
     assert store.list_memories(alice, NO_FILTER, 10, 0) == ([], 0)
     assert store.text_search(alice, '"broken"*', 10, NO_FILTER) == []
 
@@ -129,7 +154,10 @@ def test_pending_memory_is_found_by_text_and_backfilled(store: Store, agents) ->
     alice, _ = agents
     record, _ = store.insert_memory(
         NewMemory(agent_id=alice, content="Kayaking trip in June", category=Category.FACT),
-        None, text_key="kayaking trip in june", dedup_threshold=0.9)
+        None,
+        text_key="kayaking trip in june",
+        dedup_threshold=0.9,
+    )
     assert record.embedding_state is EmbeddingState.PENDING
     assert store.count_pending() == 1
     assert store.text_search(alice, '"kayaking"*', 10, NO_FILTER) == [record.id]
@@ -143,10 +171,14 @@ def test_pending_memory_is_found_by_text_and_backfilled(store: Store, agents) ->
 def test_store_embedding_refuses_stale_content(store: Store, agents) -> None:
     alice, _ = agents
     record, _ = store.insert_memory(
-        NewMemory(agent_id=alice, content="old text", category=Category.FACT), None,
-        text_key="old text", dedup_threshold=0.9)
-    store.update_memory(record.id, alice, MemoryChanges(content="new text"),
-                        text_key="new text", vector=None)
+        NewMemory(agent_id=alice, content="old text", category=Category.FACT),
+        None,
+        text_key="old text",
+        dedup_threshold=0.9,
+    )
+    store.update_memory(
+        record.id, alice, MemoryChanges(content="new text"), text_key="new text", vector=None
+    )
     assert not store.store_embedding(record.id, "old text", vec("old"))
     assert store.count_pending() == 1
 
@@ -155,7 +187,8 @@ def test_update_changes_fields_and_keeps_the_rest(store: Store, agents) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Likes jazz", subject="user", importance=3)
     updated = store.update_memory(
-        memory_id, alice, MemoryChanges(importance=9, subject=None), text_key=None, vector=KEEP)
+        memory_id, alice, MemoryChanges(importance=9, subject=None), text_key=None, vector=KEEP
+    )
     assert (updated.content, updated.subject, updated.importance) == ("Likes jazz", None, 9)
     assert updated.embedding_state is EmbeddingState.READY
 
@@ -163,8 +196,13 @@ def test_update_changes_fields_and_keeps_the_rest(store: Store, agents) -> None:
 def test_update_keeps_full_text_index_in_sync(store: Store, agents) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Favourite colour is green")
-    store.update_memory(memory_id, alice, MemoryChanges(content="Favourite colour is purple"),
-                        text_key="favourite colour is purple", vector=vec("purple"))
+    store.update_memory(
+        memory_id,
+        alice,
+        MemoryChanges(content="Favourite colour is purple"),
+        text_key="favourite colour is purple",
+        vector=vec("purple"),
+    )
     assert store.text_search(alice, '"green"*', 10, NO_FILTER) == []
     assert store.text_search(alice, '"purple"*', 10, NO_FILTER) == [memory_id]
 
@@ -191,8 +229,9 @@ def test_writes_are_owner_only(store: Store, agents) -> None:
     shared = put(store, alice, "alice shared", scope=Scope.SHARED)
     for memory_id in (private, shared):
         with pytest.raises(NotFound):
-            store.update_memory(memory_id, bob, MemoryChanges(content="hijacked"),
-                                text_key="hijacked", vector=KEEP)
+            store.update_memory(
+                memory_id, bob, MemoryChanges(content="hijacked"), text_key="hijacked", vector=KEEP
+            )
         with pytest.raises(NotFound):
             store.delete_memory(memory_id, bob)
     assert store.get_memory(private, alice).content == "alice private"
@@ -203,12 +242,14 @@ def test_scope_change_moves_visibility_in_both_arms(store: Store, agents) -> Non
     alice, bob = agents
     memory_id = put(store, alice, "Office wifi password rotates monthly", vec("wifi"))
     assert store.vector_search(bob, vec("wifi"), 5, NO_FILTER) == []
-    store.update_memory(memory_id, alice, MemoryChanges(scope=Scope.SHARED), text_key=None,
-                        vector=KEEP)
+    store.update_memory(
+        memory_id, alice, MemoryChanges(scope=Scope.SHARED), text_key=None, vector=KEEP
+    )
     assert store.vector_search(bob, vec("wifi"), 5, NO_FILTER)[0][0] == memory_id
     assert store.text_search(bob, '"wifi"*', 5, NO_FILTER) == [memory_id]
-    store.update_memory(memory_id, alice, MemoryChanges(scope=Scope.PRIVATE), text_key=None,
-                        vector=KEEP)
+    store.update_memory(
+        memory_id, alice, MemoryChanges(scope=Scope.PRIVATE), text_key=None, vector=KEEP
+    )
     assert store.vector_search(bob, vec("wifi"), 5, NO_FILTER) == []
     assert store.text_search(bob, '"wifi"*', 5, NO_FILTER) == []
 
@@ -250,14 +291,29 @@ def test_filters_apply_inside_the_vector_search(store: Store, agents) -> None:
     alice, _ = agents
     query = vec("query")
     for i in range(30):
-        put(store, alice, f"noise {i}", with_cosine(query, 0.9 - i * 0.001, f"n{i}"),
-            dedup=2, category=Category.FACT, subject="noise")
-    wanted = put(store, alice, "decision", with_cosine(query, 0.2, "d"),
-                 category=Category.DECISION, subject="Project X")
-    assert [i for i, _ in store.vector_search(
-        alice, query, 2, MemoryFilter(category=Category.DECISION))] == [wanted]
-    assert [i for i, _ in store.vector_search(
-        alice, query, 2, MemoryFilter(subject="project x"))] == [wanted]
+        put(
+            store,
+            alice,
+            f"noise {i}",
+            with_cosine(query, 0.9 - i * 0.001, f"n{i}"),
+            dedup=2,
+            category=Category.FACT,
+            subject="noise",
+        )
+    wanted = put(
+        store,
+        alice,
+        "decision",
+        with_cosine(query, 0.2, "d"),
+        category=Category.DECISION,
+        subject="Project X",
+    )
+    assert [
+        i for i, _ in store.vector_search(alice, query, 2, MemoryFilter(category=Category.DECISION))
+    ] == [wanted]
+    assert [
+        i for i, _ in store.vector_search(alice, query, 2, MemoryFilter(subject="project x"))
+    ] == [wanted]
 
 
 def test_since_filters_on_creation_time_in_both_arms(store: Store, agents) -> None:

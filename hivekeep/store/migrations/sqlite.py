@@ -65,7 +65,8 @@ def m001_initial(conn: Connection) -> None:
         CREATE INDEX memories_agent_created ON memories(agent_id, created_at);
         CREATE INDEX memories_shared_created ON memories(scope, created_at);
         CREATE INDEX memories_text_key ON memories(text_key);
-        CREATE INDEX memories_pending ON memories(embedding_state) WHERE embedding_state = 'pending';
+        CREATE INDEX memories_pending ON memories(embedding_state)
+            WHERE embedding_state = 'pending';
 
         -- Full text over content and subject, keyed on memories.id, kept in sync by triggers so
         -- the index changes in the same transaction as the row, whichever code path writes it.
