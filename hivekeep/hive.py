@@ -68,8 +68,8 @@ class Hive:
         self.archive = ArchiveService(self.store, self.embeddings, self.settings.dedup_threshold)
         self.recall_service = RecallService(self.store, self.embeddings, defaults)
         self.profiles = ProfileService(self.store, self.settings.profile_max_tokens)
-        if self.store.count_pending():
-            self.archive.backfill(limit=BACKFILL_ON_OPEN)
+        if not switch_embedder and self.store.count_pending():
+            self.archive.backfill(limit=BACKFILL_ON_OPEN)  # switching: reembed() shows progress
 
     def _check_embedding_space(self, switch: bool) -> None:
         wanted = self.embeddings.space

@@ -33,8 +33,14 @@ def _loopback_only(self: socket.socket, address: Any) -> Any:
 def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test runs with the network unreachable except 127.0.0.1 (proves offline operation)."""
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
-    for name in ("HIVEKEEP_DB", "HIVEKEEP_EMBEDDINGS", "MEMORY_SIMILARITY_THRESHOLD",
-                 "MEMORY_RRF_K", "MEMORY_FTS_BOOST", "MEMORY_PROFILE_MAX_TOKENS"):
+    for name in (
+        "HIVEKEEP_DB",
+        "HIVEKEEP_EMBEDDINGS",
+        "MEMORY_SIMILARITY_THRESHOLD",
+        "MEMORY_RRF_K",
+        "MEMORY_FTS_BOOST",
+        "MEMORY_PROFILE_MAX_TOKENS",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 

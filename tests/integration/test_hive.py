@@ -1,0 +1,131 @@
+"""Opening hives: embedder bookkeeping, migrations, pending backfill, agents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+
+from hivekeep import EmbedderMismatch, Hive, NotFound, Settings, StoreError, ValidationError
+from hivekeep.store.migrations import sqlite as migrations
+from hivekeep.types import EmbeddingState
+from tests.support import VectorTable
+
+
+def test_default_path_comes_from_settings(tmp_path: Path, monkeypatch, table) -> None:
+    monkeypatch.chdir(tmp_path)
+    with Hive(embedder=table, settings=Settings()) as hive:
+        hive.create_agent("alice")
+    assert (tmp_path / "hivekeep.db").exists()
+    monkeypatch.setenv("HIVEKEEP_DB", str(tmp_path / "elsewhere.db"))
+    with Hive(embedder=table) as hive:
+        assert hive.path == str(tmp_path / "elsewhere.db")
+
+
+def test_file_uses_wal_and_records_the_embedding_model(db_path: Path, table) -> None:
+    Hive(db_path, embedder=table, settings=Settings()).close()
+    conn = apsw.Connection(str(db_path))
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    assert meta == {"embedding_model": "test:vector-table", "embedding_dim": "16"}
+
+
+def test_other_embedder_is_refused_with_reembed_hint(db_path: Path, table) -> None:
+    Hive(db_path, embedder=table, settings=Settings()).close()
+    other = VectorTable(dimension=8, model_id="test:other")
+    with pytest.raises(EmbedderMismatch, match="hivekeep reembed") as caught:
+        Hive(db_path, embedder=other, settings=Settings())
+    assert "test:vector-table" in str(caught.value) and "test:other" in str(caught.value)
+
+
+def test_switching_embedder_and_reembedding_restores_vector_search(db_path: Path, table) -> None:
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        agent = hive.create_agent("alice")
+        for i in range(5):
+            agent.memorize(f"note number {i}", category="fact")
+    other = VectorTable(dimension=8, model_id="test:other")
+    seen: list[tuple[int, int]] = []
+    with Hive(db_path, embedder=other, settings=Settings(), switch_embedder=True) as hive:
+        result = hive.reembed(progress=lambda done, total: seen.append((done, total)))
+        assert result.embedded == 5 and result.remaining == 0 and seen[-1] == (5, 5)
+        agent = hive.get_agent("alice")
+        assert all(
+            m.embedding_state is EmbeddingState.READY for m in agent.list_memories().memories
+        )
+        assert hive.store.embedding_space().model == "test:other"
+    Hive(db_path, embedder=other, settings=Settings()).close()  # no longer refused
+
+
+def test_failed_embedding_is_stored_found_by_text_and_backfilled_on_open(
+    db_path: Path, table
+) -> None:
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        agent = hive.create_agent("alice")
+        table.fail = True
+        result = agent.call_tool("memorize", {"content": "Dentist on Tuesday", "category": "fact"})
+        assert result["duplicate"] is False
+        assert agent.list_memories().memories[0].embedding_state is EmbeddingState.PENDING
+        assert [h.memory.id for h in agent.recall("dentist").hits] == [result["id"]]
+    table.fail = False
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        memory = hive.get_agent("alice").list_memories().memories[0]
+        assert memory.embedding_state is EmbeddingState.READY
+        assert hive.store.count_pending() == 0
+
+
+def test_new_file_is_at_latest_schema_and_newer_is_refused(db_path: Path, table) -> None:
+    Hive(db_path, embedder=table, settings=Settings()).close()
+    conn = apsw.Connection(str(db_path))
+    assert migrations.current_version(conn) == migrations.LATEST
+    conn.execute(
+        "INSERT INTO schema_migrations VALUES (?, 'from the future', 'x')", (migrations.LATEST + 1,)
+    )
+    conn.close()
+    with pytest.raises(StoreError, match="newer"):
+        Hive(db_path, embedder=table, settings=Settings())
+
+
+def test_older_file_is_migrated_on_open(db_path: Path, table, monkeypatch) -> None:
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        hive.create_agent("alice").memorize("kept across the upgrade", category="fact")
+
+    def m002_add_column(conn) -> None:
+        conn.execute("ALTER TABLE agents ADD COLUMN settings TEXT")
+
+    upgraded = [*migrations.MIGRATIONS, (2, "agent settings", m002_add_column)]
+    monkeypatch.setattr(migrations, "MIGRATIONS", upgraded)
+    monkeypatch.setattr(migrations, "LATEST", 2)
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        assert hive.get_agent("alice").list_memories().total == 1
+    conn = apsw.Connection(str(db_path))
+    assert migrations.current_version(conn) == 2
+    assert "settings" in [row[1] for row in conn.execute("PRAGMA table_info(agents)")]
+    assert migrations.pending(conn) == []
+
+
+def test_postgres_urls_are_refused_clearly(table) -> None:
+    with pytest.raises(ValidationError, match="PostgreSQL"):
+        Hive("postgresql://localhost/db", embedder=table)
+
+
+@pytest.mark.parametrize("name", ["", " ", "9lives", "a" * 65, "bad/name", "ok\nno"])
+def test_agent_names_are_validated(table_hive: Hive, name: str) -> None:
+    with pytest.raises(ValidationError, match="Agent name"):
+        table_hive.create_agent(name)
+
+
+def test_agents_by_id_name_and_digit_string(table_hive: Hive) -> None:
+    alice = table_hive.create_agent("alice", role="helper")
+    assert table_hive.get_agent(alice.id).name == "alice"
+    assert table_hive.get_agent(str(alice.id)).name == "alice"
+    assert table_hive.get_agent("ALICE").role == "helper"
+    assert [a.name for a in table_hive.agents()] == ["alice"]
+    with pytest.raises(NotFound, match="nobody"):
+        table_hive.get_agent("nobody")
+
+
+def test_bad_settings_are_clear_errors(monkeypatch) -> None:
+    monkeypatch.setenv("MEMORY_RRF_K", "zero")
+    with pytest.raises(ValidationError, match="MEMORY_RRF_K"):
+        Settings.from_env()

@@ -1,0 +1,166 @@
+"""Isolation is a security property: no agent ever sees or changes another's private memories."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hivekeep import Hive, Settings
+from hivekeep.store.base import MemoryFilter, NewMemory
+from hivekeep.types import Category
+from tests.support import VectorTable, random_unit, with_cosine
+
+AGENTS = 4
+WORDS = ["apple", "river", "engine", "violet", "harbor", "comet"]
+
+operation = st.one_of(
+    st.tuples(
+        st.just("memorize"),
+        st.integers(0, AGENTS - 1),
+        st.sampled_from(WORDS),
+        st.sampled_from(["private", "shared"]),
+        st.integers(0, 999),
+    ),
+    st.tuples(
+        st.just("update"),
+        st.integers(0, AGENTS - 1),
+        st.integers(0, 40),
+        st.sampled_from(["private", "shared"]),
+        st.integers(0, 999),
+    ),
+    st.tuples(st.just("forget"), st.integers(0, AGENTS - 1), st.integers(0, 40)),
+    st.tuples(st.just("recall"), st.integers(0, AGENTS - 1), st.sampled_from(WORDS)),
+    st.tuples(
+        st.just("list"), st.integers(0, AGENTS - 1), st.sampled_from([None, "private", "shared"])
+    ),
+)
+
+
+def _check_visible(memories: list[dict], viewer: str, truth: dict[int, tuple[str, str]]) -> None:
+    for memory in memories:
+        owner, scope = truth[memory["id"]]
+        assert owner == viewer or scope == "shared", (viewer, memory)
+        assert memory["scope"] == scope
+        if owner != viewer:
+            assert memory["shared_by"] == owner
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(operation, min_size=1, max_size=40))
+def test_random_operations_never_cross_private_boundaries(ops: list[tuple]) -> None:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        Hive(Path(folder) / "iso.db", embedder=VectorTable(), settings=Settings()) as hive,
+    ):
+        agents = [hive.create_agent(f"agent{i}") for i in range(AGENTS)]
+        truth: dict[int, tuple[str, str]] = {}  # id -> (owner name, scope)
+        contents: dict[int, str] = {}
+        for op in ops:
+            kind, who = op[0], agents[op[1]]
+            if kind == "memorize":
+                result = who.call_tool(
+                    "memorize",
+                    {"content": f"{op[2]} note {op[4]}", "category": "fact", "scope": op[3]},
+                )
+                if not result["duplicate"]:
+                    truth[result["id"]] = (who.name, op[3])
+                    contents[result["id"]] = result["content"]
+                else:  # a duplicate must be visible to the writer
+                    owner, scope = truth[result["id"]]
+                    assert owner == who.name or scope == "shared"
+            elif kind == "update":
+                result = who.call_tool(
+                    "update_memory",
+                    {"memory_id": op[2], "scope": op[3], "content": f"changed {op[4]}"},
+                )
+                owned = op[2] in truth and truth[op[2]][0] == who.name
+                assert ("error" not in result) == owned, result
+                if owned:
+                    truth[op[2]] = (who.name, op[3])
+                    contents[op[2]] = result["content"]
+            elif kind == "forget":
+                result = who.call_tool("forget", {"memory_id": op[2]})
+                owned = op[2] in truth and truth[op[2]][0] == who.name
+                assert ("error" not in result) == owned, result
+                if owned:
+                    del truth[op[2]]
+            elif kind == "recall":
+                _check_visible(
+                    who.call_tool("recall", {"query": op[2]})["memories"], who.name, truth
+                )
+            else:
+                args = {"limit": 200} | ({"scope": op[2]} if op[2] else {})
+                listed = who.call_tool("list_memories", args)["memories"]
+                _check_visible(listed, who.name, truth)
+                expected = {
+                    i
+                    for i, (owner, scope) in truth.items()
+                    if (op[2] == "shared" and scope == "shared")
+                    or (op[2] == "private" and owner == who.name and scope == "private")
+                    or (op[2] is None and (owner == who.name or scope == "shared"))
+                }
+                assert {m["id"] for m in listed} == expected
+        # nothing an agent did changed another agent's memories
+        for memory_id, (owner, _) in truth.items():
+            assert (
+                hive.store.get_memory(memory_id, hive.get_agent(owner).id).content
+                == (contents[memory_id])
+            )
+
+
+def test_own_best_match_survives_20_agents_of_500_memories(db_path: Path) -> None:
+    table = VectorTable(dimension=24)
+    query = random_unit("the query", table.dimension)
+    table.set("the query", query)
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        agents = [hive.create_agent(f"agent{i}") for i in range(20)]
+        for a, agent in enumerate(agents):
+            for m in range(500):
+                text = f"agent {a} memory {m}"
+                spread = ((a * 500 + m) % 97) / 97
+                if a == 7:  # the agent under test: one good match, the rest unrelated
+                    cosine = 0.62 if m == 123 else 0.1 + 0.2 * spread
+                else:  # every other agent's private memories are closer to the query
+                    cosine = 0.75 + 0.2 * spread
+                table.set(text, with_cosine(query, cosine, text))
+                hive.store.insert_memory(  # bulk load without dedup; recall is what is tested
+                    NewMemory(agent_id=agent.id, content=text, category=Category.FACT),
+                    table.vectors[text],
+                    text_key=text,
+                    dedup_threshold=2.0,
+                )
+        hits = agents[7].recall("the query", limit=1).hits
+        assert hits[0].memory.content == "agent 7 memory 123"
+        assert all(h.memory.agent_id == agents[7].id for h in agents[7].recall("the query").hits)
+
+
+def test_near_duplicate_beyond_global_top3_is_detected(db_path: Path) -> None:
+    table = VectorTable(dimension=24)
+    new_text = "The user's sister lives in Oslo"
+    target = random_unit(new_text, table.dimension)
+    table.set(new_text, target)
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        alice = hive.create_agent("alice")
+        others = [hive.create_agent(f"other{i}") for i in range(10)]
+        existing = "Alice's user has a sister in Oslo"
+        table.set(existing, with_cosine(target, 0.93, "existing"))
+        kept = alice.memorize(existing, category="fact").memory
+        for o, other in enumerate(others):
+            for m in range(300):  # 3,000 closer vectors, all private to other agents
+                text = f"other {o} item {m}"
+                table.set(text, with_cosine(target, 0.97 + 0.02 * (m % 10) / 10, text))
+                hive.store.insert_memory(
+                    NewMemory(agent_id=other.id, content=text, category=Category.FACT),
+                    table.vectors[text],
+                    text_key=text,
+                    dedup_threshold=2.0,
+                )
+        global_top = hive.store.vector_search(others[0].id, target, 3, MemoryFilter())
+        assert kept.id not in [i for i, _ in global_top]
+        result = alice.call_tool("memorize", {"content": new_text, "category": "fact"})
+        assert result["duplicate"] is True and result["id"] == kept.id
+        # and another agent's private near-copies never count as the writer's duplicates
+        assert others[0].memorize("Fresh fact for other0", category="fact").duplicate is False

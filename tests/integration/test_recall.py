@@ -1,0 +1,163 @@
+"""recall through the public API: the floor, both arms, fusion, filters, attribution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hivekeep import Hive, Settings
+from hivekeep.store.base import MemoryFilter
+from tests.support import VectorTable, random_unit, with_cosine
+
+QUERY = "which city did they pick"
+
+
+@pytest.fixture
+def query_vector(table: VectorTable) -> np.ndarray:
+    vector = random_unit("query", table.dimension)
+    table.set(QUERY, vector)
+    return vector
+
+
+def test_default_floor_keeps_cosine_06_and_drops_04(
+    table_hive: Hive, table: VectorTable, query_vector: np.ndarray
+) -> None:
+    agent = table_hive.create_agent("alice")
+    table.set("memory sixty", with_cosine(query_vector, 0.6, "six"))
+    table.set("memory forty", with_cosine(query_vector, 0.4, "four"))
+    agent.memorize("memory sixty", category="fact")
+    agent.memorize("memory forty", category="fact")
+    found = [m["content"] for m in agent.call_tool("recall", {"query": QUERY})["memories"]]
+    assert found == ["memory sixty"]
+
+
+def test_floor_is_configurable(db_path, table: VectorTable, query_vector: np.ndarray) -> None:
+    with Hive(db_path, embedder=table, settings=Settings(similarity_floor=0.3)) as hive:
+        agent = hive.create_agent("alice")
+        table.set("memory forty", with_cosine(query_vector, 0.4, "four"))
+        agent.memorize("memory forty", category="fact")
+        assert agent.recall(QUERY).hits[0].memory.content == "memory forty"
+
+
+def test_floor_with_the_real_model_uses_true_cosine(hive: Hive, local_embedder) -> None:
+    agent = hive.create_agent("alice")
+    query = "What does the user like to drink in the morning?"
+    texts = ["The user drinks green tea every morning.", "The quarterly tax filing is due."]
+    for text in texts:
+        agent.memorize(text, category="fact")
+    q, close, far = local_embedder.embed([query, *texts])
+    assert float(q @ close) >= 0.5 > float(q @ far)  # the model itself, checked with numpy
+    arms, _ = hive.recall_service.arms(agent.id, query, 10, MemoryFilter())
+    similarities = dict(arms.vector)
+    assert len(similarities) == 1
+    [(_, similarity)] = similarities.items()
+    assert similarity == pytest.approx(float(q @ close), abs=1e-4)
+
+
+def test_full_text_arm_finds_what_vectors_miss(table_hive: Hive, table: VectorTable) -> None:
+    agent = table_hive.create_agent("alice")
+    agent.memorize("Booked the Zanzibar ferry for 9 March", category="fact")
+    hits = agent.recall("zanzibar").hits
+    assert hits and hits[0].memory.content.startswith("Booked the Zanzibar")
+    assert hits[0].similarity is None
+
+
+def test_and_matches_rank_before_or_fill(table_hive: Hive) -> None:
+    agent = table_hive.create_agent("alice")
+    agent.memorize("Alice bought a red bicycle", category="fact")
+    agent.memorize("The red wine was excellent", category="fact")
+    agent.memorize("A bicycle shop opened downtown", category="fact")
+    contents = [h.memory.content for h in agent.recall("red bicycle").hits]
+    assert contents[0] == "Alice bought a red bicycle"
+    assert set(contents[1:]) == {"The red wine was excellent", "A bicycle shop opened downtown"}
+
+
+def test_hybrid_fuses_both_arms(table_hive: Hive, table: VectorTable, query_vector) -> None:
+    agent = table_hive.create_agent("alice")
+    table.set("They chose Porto for the offsite city", with_cosine(query_vector, 0.9, "p"))
+    table.set("Lunch was pasta", with_cosine(query_vector, 0.55, "l"))
+    agent.memorize("They chose Porto for the offsite city", category="decision")
+    agent.memorize("Lunch was pasta", category="fact")
+    hits = agent.recall(QUERY).hits
+    assert hits[0].memory.content.startswith("They chose Porto")  # both arms agree
+    assert hits[0].score > hits[1].score
+
+
+def test_filters_apply_to_both_arms(table_hive: Hive, table: VectorTable, query_vector) -> None:
+    agent = table_hive.create_agent("alice")
+    table.set("city decision for Porto", with_cosine(query_vector, 0.95, "x"))
+    table.set("city fact about Lisbon", with_cosine(query_vector, 0.9, "y"))
+    agent.memorize("city decision for Porto", category="decision", subject="offsite")
+    agent.memorize("city fact about Lisbon", category="fact", subject="travel")
+    by_category = agent.call_tool("recall", {"query": QUERY + " city", "category": "fact"})
+    assert [m["content"] for m in by_category["memories"]] == ["city fact about Lisbon"]
+    by_subject = agent.call_tool("recall", {"query": "city", "subject": "OFFSITE"})
+    assert [m["content"] for m in by_subject["memories"]] == ["city decision for Porto"]
+
+
+def test_since_uses_creation_time_and_rejects_bad_dates(table_hive: Hive) -> None:
+    agent = table_hive.create_agent("alice")
+    agent.memorize("Visited the Louvre", category="fact")
+    assert agent.call_tool("recall", {"query": "Louvre", "since": "2999-01-01"}) == {"memories": []}
+    assert len(agent.call_tool("recall", {"query": "Louvre", "since": "2000-01-01"})["memories"])
+    error = agent.call_tool("recall", {"query": "Louvre", "since": "last week"})
+    assert "since" in error["error"] and "ISO" in error["error"]
+
+
+def test_results_carry_the_documented_fields(table_hive: Hive) -> None:
+    alice, bob = table_hive.create_agent("alice"), table_hive.create_agent("bob")
+    bob.memorize(
+        "Staging server is staging.internal",
+        category="knowledge",
+        scope="shared",
+        importance=6,
+        source_context="ops channel",
+    )
+    [memory] = alice.call_tool("recall", {"query": "staging server"})["memories"]
+    assert memory["shared_by"] == "bob"
+    assert memory["source_context"] == "ops channel"
+    assert {
+        "id",
+        "content",
+        "category",
+        "subject",
+        "importance",
+        "scope",
+        "age",
+        "created_at",
+        "updated_at",
+        "score",
+    } <= set(memory)
+    [own] = bob.call_tool("recall", {"query": "staging server"})["memories"]
+    assert "shared_by" not in own
+
+
+def test_recall_counts_retrievals_but_never_ranks_by_them(table_hive: Hive) -> None:
+    agent = table_hive.create_agent("alice")
+    agent.memorize("Cat named Miso", category="fact")
+    agent.memorize("Cat food brand is Orijen", category="fact")
+    for _ in range(5):
+        agent.recall("Orijen")
+    top = agent.recall("cat named miso").hits[0].memory
+    assert top.content == "Cat named Miso"
+    page = agent.list_memories()
+    assert {m.content: m.retrieval_count for m in page.memories}["Cat food brand is Orijen"] >= 5
+
+
+def test_equally_relevant_memories_come_newest_first(table_hive: Hive) -> None:
+    agent = table_hive.create_agent("alice")
+    agent.memorize("zebra sighting one", category="fact")
+    agent.memorize("zebra sighting two", category="fact")
+    hits = agent.recall("zebra").hits
+    assert [h.memory.content for h in hits] == ["zebra sighting two", "zebra sighting one"]
+
+
+def test_embedder_outage_degrades_to_full_text_with_a_warning(
+    table_hive: Hive, table: VectorTable
+) -> None:
+    agent = table_hive.create_agent("alice")
+    agent.memorize("Passport renewal in April", category="fact")
+    table.fail = True
+    result = agent.call_tool("recall", {"query": "passport"})
+    assert [m["content"] for m in result["memories"]] == ["Passport renewal in April"]
+    assert "full-text" in result["warning"]
