@@ -1,0 +1,133 @@
+"""The ``hivekeep`` command: thin adapters that open a Hive, call one method, render the result.
+
+The shared pieces are defined here once: the ``--db``/``--agent``/``--json`` options,
+``open_hive``/``open_agent``, and the one translation of ``HivekeepError`` into
+``click.ClickException`` (``HivekeepGroup.invoke``). Each group of commands lives in its own module,
+which imports those pieces from here; so the group loads each module by name when a command is
+asked for (``COMMANDS``) instead of importing it at the top, which would be circular.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+from click.core import ParameterSource
+
+from hivekeep import Agent, Hive, HivekeepError, Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# command name -> "module:attribute" under hivekeep.cli
+COMMANDS = {
+    "agents": "agents:agents",
+    "memorize": "memories:memorize",
+    "recall": "memories:recall",
+    "profile": "profile:profile",
+    "reembed": "embeddings:reembed",
+}
+
+_DB_KEY = "hivekeep.db"
+
+
+class HivekeepGroup(click.Group):
+    """Loads subcommands by name and turns any ``HivekeepError`` into a clean CLI error."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return super().get_command(ctx, cmd_name)
+        module, _, attribute = target.partition(":")
+        command: click.Command = getattr(
+            importlib.import_module(f"hivekeep.cli.{module}"), attribute
+        )
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HivekeepError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+def _db_anywhere(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``--db`` given on the command line wins wherever it appears (``hivekeep --db X recall``)."""
+    if ctx.get_parameter_source(param.name or "db") is ParameterSource.COMMANDLINE:
+        ctx.meta[_DB_KEY] = value
+        return value
+    return str(ctx.meta.get(_DB_KEY, value))
+
+
+def db_option(command: F) -> F:
+    """``--db PATH``: the hive's SQLite file (env ``HIVEKEEP_DB``, default ``./hivekeep.db``)."""
+    return click.option(
+        "--db",
+        "db",
+        envvar="HIVEKEEP_DB",
+        default=Settings().db,
+        show_default=True,
+        show_envvar=True,
+        metavar="PATH",
+        callback=_db_anywhere,
+        help="The hive's SQLite file.",
+    )(command)
+
+
+def agent_option(command: F) -> F:
+    """``--agent NAME``: the agent to act as, by name or id (env ``HIVEKEEP_AGENT``)."""
+    return click.option(
+        "--agent",
+        "agent_key",
+        envvar="HIVEKEEP_AGENT",
+        required=True,
+        show_envvar=True,
+        metavar="NAME",
+        help="The agent to act as, by name or id.",
+    )(command)
+
+
+def json_option(command: F) -> F:
+    """``--json``: print the result as JSON instead of text."""
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(
+        command
+    )
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+@contextmanager
+def open_hive(db: str, **options: Any) -> Iterator[Hive]:
+    """The hive at ``db`` (``options`` go to ``Hive``), closed when the block ends."""
+    with Hive(db, **options) as hive:
+        yield hive
+
+
+@contextmanager
+def open_agent(db: str, agent_key: str) -> Iterator[Agent]:
+    """One agent of the hive at ``db``, by name or id."""
+    with open_hive(db) as hive:
+        yield hive.get_agent(agent_key)
+
+
+@click.group(cls=HivekeepGroup)
+@click.version_option(package_name="hivekeep", prog_name="hivekeep")
+@db_option
+def cli(db: str) -> None:
+    """Persistent memory for LLM agents: a profile and a searchable archive per agent.
+
+    Every command works on one hive file (--db, or HIVEKEEP_DB). Example:
+
+    \b
+        hivekeep agents create assistant --role "General helper"
+        hivekeep memorize --agent assistant "User likes tea" --category preference
+        hivekeep recall --agent assistant "what does the user drink?"
+    """

@@ -1,0 +1,125 @@
+"""``hivekeep memorize`` and ``hivekeep recall``: the memory tools, called as an LLM would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from hivekeep import Agent, Category, Scope
+from hivekeep.cli import agent_option, db_option, echo_json, json_option, open_agent
+
+CATEGORIES = ", ".join(category.value for category in Category)
+SCOPES = " or ".join(scope.value for scope in Scope)
+
+
+def call_tool(agent: Agent, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Run ``tool`` with the options that were given; an ``error`` result is a CLI error."""
+    result = agent.call_tool(tool, {k: v for k, v in arguments.items() if v is not None})
+    if "error" in result:
+        raise click.ClickException(str(result["error"]))
+    return result
+
+
+@click.command()
+@click.argument("content")
+@agent_option
+@click.option("--category", metavar="CATEGORY", help=f"Required: {CATEGORIES}.")
+@click.option("--subject", help="Who or what the memory is about.")
+@click.option("--importance", type=int, help="1 (trivial) to 10.")
+@click.option("--scope", metavar="SCOPE", help=f"{SCOPES} (default: private).")
+@click.option("--source-context", help="Where or how this was learned.")
+@db_option
+@json_option
+def memorize(
+    content: str,
+    agent_key: str,
+    category: str | None,
+    subject: str | None,
+    importance: int | None,
+    scope: str | None,
+    source_context: str | None,
+    db: str,
+    as_json: bool,
+) -> None:
+    """Save CONTENT to the agent's archive (the `memorize` tool).
+
+    A memory the agent can already see is not saved twice. Example:
+
+    \b
+        hivekeep memorize --agent assistant "The user moved to Lisbon in May 2024." \\
+            --category fact --subject user
+    """
+    arguments = {
+        "content": content,
+        "category": category,
+        "subject": subject,
+        "importance": importance,
+        "scope": scope,
+        "source_context": source_context,
+    }
+    with open_agent(db, agent_key) as agent:
+        result = call_tool(agent, "memorize", arguments)
+    if as_json:
+        echo_json(result)
+    elif result["duplicate"]:
+        click.echo(f"Already known as memory {result['id']} (duplicate).")
+    else:
+        click.echo(f"Saved memory {result['id']}.")
+
+
+@click.command()
+@click.argument("query")
+@agent_option
+@click.option("--limit", type=int, help="How many results, 1-50 (default: MEMORY_MAX_RELEVANT).")
+@click.option("--subject", help="Only memories about this subject.")
+@click.option("--category", metavar="CATEGORY", help=f"Only this category: {CATEGORIES}.")
+@click.option("--since", metavar="DATE", help="Only memories created on or after this ISO date.")
+@db_option
+@json_option
+def recall(
+    query: str,
+    agent_key: str,
+    limit: int | None,
+    subject: str | None,
+    category: str | None,
+    since: str | None,
+    db: str,
+    as_json: bool,
+) -> None:
+    """Search the agent's own and shared memories for QUERY (the `recall` tool).
+
+    Example:
+
+    \b
+        hivekeep recall --agent assistant "where does the user live?" --limit 5
+    """
+    arguments = {
+        "query": query,
+        "limit": limit,
+        "subject": subject,
+        "category": category,
+        "since": since,
+    }
+    with open_agent(db, agent_key) as agent:
+        result = call_tool(agent, "recall", arguments)
+    if as_json:
+        echo_json(result)
+        return
+    if "warning" in result:
+        click.echo(f"Warning: {result['warning']}", err=True)
+    if not result["memories"]:
+        click.echo("No memories found.")
+    for rank, memory in enumerate(result["memories"], start=1):
+        click.echo(_heading(rank, memory))
+        click.echo(f"   {memory['content']}")
+
+
+def _heading(rank: int, memory: dict[str, Any]) -> str:
+    parts = [f"{rank}. #{memory['id']}", memory["category"]]
+    if memory.get("subject"):
+        parts.append(f"subject: {memory['subject']}")
+    parts += [memory["age"], f"score {memory['score']:.4f}"]
+    if memory.get("shared_by"):
+        parts.append(f"shared by {memory['shared_by']}")
+    return " · ".join(parts)

@@ -1,0 +1,374 @@
+"""The ``hivekeep`` command, run in-process with CliRunner against real hive files in tmp_path.
+
+Every command opens a real SQLite hive with the real bundled embedder; the only stand-in is an
+embedding provider that is down (``Outage``), for the failure paths of reembed and recall.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+
+from hivekeep import Hive, ProviderError
+from hivekeep.cli import cli
+from hivekeep.providers.embeddings import registry
+
+CLEAN_ENV = ("HIVEKEEP_DB", "HIVEKEEP_AGENT", "HIVEKEEP_EMBEDDINGS", "MEMORY_PROFILE_MAX_TOKENS")
+LOCAL_MODEL = "local:all-MiniLM-L6-v2-int8"
+LISBON = "The user moved to Lisbon in May 2024."
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in CLEAN_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def run(
+    args: list[str], *, code: int = 0, input: str | None = None, env: dict[str, str] | None = None
+) -> Result:
+    """``hivekeep ARGS`` in-process; checks the exit code, and that a failure shows no traceback."""
+    result = CliRunner().invoke(cli, args, input=input, env=env, catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    if code:
+        assert "Traceback" not in result.output
+    return result
+
+
+class Hivekeep:
+    """``hk("memorize --agent a", "some text")`` runs ``hivekeep memorize --agent a 'some text'``
+    on this hive: the first string is split on spaces, the others are passed as they are."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+
+    def __call__(self, command: str, *args: str, **options: Any) -> Result:
+        return run([*command.split(), *args, "--db", self.db], **options)
+
+    def json(self, command: str, *args: str, **options: Any) -> Any:
+        return json.loads(self(command, *args, "--json", **options).stdout)
+
+    def profile(self) -> dict[str, Any]:
+        shown: dict[str, Any] = self.json("profile show --agent assistant")
+        return shown
+
+
+@pytest.fixture
+def hk(tmp_path: Path) -> Hivekeep:
+    return Hivekeep(str(tmp_path / "hive.db"))
+
+
+@pytest.fixture
+def hka(hk: Hivekeep) -> Hivekeep:
+    """A hive with one agent, 'assistant'."""
+    hk("agents create assistant --role", "General helper")
+    return hk
+
+
+# -- help --------------------------------------------------------------------------------------
+
+
+def walk(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[str, click.Command]]:
+    yield " ".join(path), command
+    if isinstance(command, click.Group):
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, name
+            yield from walk(sub, (*path, name))
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    commands = dict(walk(cli))
+    assert set(commands) >= {
+        "",
+        "agents",
+        "agents list",
+        "agents create",
+        "memorize",
+        "recall",
+        "profile",
+        "profile show",
+        "profile edit",
+        "reembed",
+    }
+    for name, command in commands.items():
+        assert command.help and command.help.strip(), f"'hivekeep {name}' has no help"
+        assert "Example" in command.help, f"'hivekeep {name}' has no example in its help"
+        assert command.get_short_help_str().strip(), name
+        assert "Usage: " in run([*name.split(), "--help"]).stdout
+
+
+def test_version() -> None:
+    assert "version 0.1.0" in run(["--version"]).stdout
+
+
+# -- agents ------------------------------------------------------------------------------------
+
+
+def test_agents_create_and_list(hk: Hivekeep) -> None:
+    assert "No agents yet" in hk("agents").stdout
+    assert hk("agents create assistant --role", "General helper").stdout == (
+        "Created agent 1 'assistant'.\n"
+    )
+    made = hk.json("agents create planner")
+    assert (made["id"], made["name"], made["role"]) == (2, "planner", "")
+
+    table = hk("agents").stdout.splitlines()
+    assert [line.split() for line in table] == [
+        ["ID", "NAME", "ROLE"],
+        ["1", "assistant", "General", "helper"],
+        ["2", "planner"],
+    ]
+    assert hk("agents list").stdout.splitlines() == table
+    listed = [(a["id"], a["name"], a["role"]) for a in hk.json("agents")]
+    assert listed == [(1, "assistant", "General helper"), (2, "planner", "")]
+    assert hk.json("agents list") == hk.json("agents")
+
+
+def test_duplicate_or_invalid_agent_name_fails_with_the_message(hka: Hivekeep) -> None:
+    taken = hka("agents create Assistant", code=1)
+    assert (
+        taken.stderr == "Error: An agent named 'Assistant' already exists; choose another name.\n"
+    )
+    assert "is not valid" in hka("agents create 9lives", code=1).stderr
+    assert len(hka.json("agents")) == 1
+
+
+def test_db_from_the_environment_or_from_any_level(tmp_path: Path) -> None:
+    path = str(tmp_path / "from-env.db")
+    run(["agents", "create", "first"], env={"HIVEKEEP_DB": path})
+    assert Path(path).exists()
+    run(["--db", path, "agents", "create", "second"])  # on the root group
+    run(["agents", "--db", path, "create", "third"])  # on the agents group
+    listed = run(["agents", "--json"], env={"HIVEKEEP_DB": path}).stdout
+    assert [a["name"] for a in json.loads(listed)] == ["first", "second", "third"]
+    assert "first" in run(["agents", "list", "--db", path]).stdout
+    assert not (tmp_path / "hivekeep.db").exists()
+
+
+def test_json_before_a_subcommand_is_a_usage_error(hk: Hivekeep) -> None:
+    result = run(["agents", "--json", "create", "x", "--db", hk.db], code=2)
+    assert "after the subcommand" in result.stderr
+    assert not Path(hk.db).exists()
+
+
+# -- memorize and recall -----------------------------------------------------------------------
+
+
+def test_memorize_then_recall(hka: Hivekeep) -> None:
+    saved = hka("memorize --agent assistant --category fact --subject user --importance 7", LISBON)
+    assert saved.stdout == "Saved memory 1.\n"
+    again = hka("memorize --agent 1 --category fact --subject user", LISBON)
+    assert again.stdout == "Already known as memory 1 (duplicate).\n"
+    hka("agents create planner")
+    hka(
+        "memorize --agent planner --category decision --scope shared --source-context standup",
+        "Deploys go out on Tuesdays.",
+    )
+
+    lines = hka("recall --agent assistant", "where does the user live?").stdout.splitlines()
+    assert lines[0].startswith("1. #1 · fact · subject: user · just now · score 0.")
+    assert lines[1] == f"   {LISBON}"
+    shared = hka("recall --agent assistant --category decision", "when do deploys go out?")
+    assert shared.stdout.splitlines()[0].endswith(" · shared by planner")
+    assert "Deploys go out on Tuesdays." in shared.stdout and "Lisbon" not in shared.stdout
+
+    found = hka.json("recall --agent assistant --limit 1", "Lisbon")
+    with Hive(hka.db) as hive:
+        direct = hive.get_agent("assistant").call_tool("recall", {"query": "Lisbon", "limit": 1})
+    assert set(found) == set(direct) == {"memories"}
+    assert [set(m) for m in found["memories"]] == [set(m) for m in direct["memories"]]
+    memory = found["memories"][0]
+    assert (memory["id"], memory["content"], memory["importance"]) == (1, LISBON, 7)
+    assert isinstance(memory["score"], float)
+
+    none = hka("recall --agent assistant --since 2999-01-01", "Lisbon")
+    assert none.stdout == "No memories found.\n"
+
+
+def test_memorize_json_is_the_tool_result(hka: Hivekeep) -> None:
+    assert hka.json("memorize --agent assistant --category preference", "User likes tea") == {
+        "id": 1,
+        "content": "User likes tea",
+        "category": "preference",
+        "subject": None,
+        "scope": "private",
+        "duplicate": False,
+    }
+
+
+def test_tool_errors_exit_non_zero_with_the_tools_message(hka: Hivekeep) -> None:
+    with Hive(hka.db) as hive:
+        expected = hive.get_agent("assistant").call_tool(
+            "memorize", {"content": "x", "category": "gossip"}
+        )["error"]
+    bad = hka("memorize --agent assistant --category gossip x", code=1)
+    assert bad.stderr == f"Error: {expected}\n" and bad.stdout == ""
+    assert "'category'" in expected
+    missing = hka("memorize --agent assistant x", code=1)
+    assert "'category' is required" in missing.stderr
+    too_many = hka("recall --agent assistant --limit 99 --json x", code=1)
+    assert "Invalid arguments for recall" in too_many.stderr and too_many.stdout == ""
+
+
+def test_unknown_or_missing_agent(hka: Hivekeep) -> None:
+    assert "No agent 'nobody'" in hka("recall --agent nobody tea", code=1).stderr
+    assert "No agent 42" in hka("profile show --agent 42", code=1).stderr
+    assert "--agent" in hka("recall tea", code=2).stderr
+    from_env = hka("recall tea", env={"HIVEKEEP_AGENT": "assistant"})
+    assert from_env.stdout == "No memories found.\n"
+
+
+# -- profile -----------------------------------------------------------------------------------
+
+
+def test_profile_edit_from_a_file_then_show(hka: Hivekeep, tmp_path: Path) -> None:
+    empty = hka("profile show --agent assistant")
+    assert empty.stdout == "" and "empty" in empty.stderr
+    document = "## Preferences\n- Likes green tea\n"
+    source = tmp_path / "profile.md"
+    source.write_text(document, encoding="utf-8")
+
+    saved = hka("profile edit --agent assistant --file", str(source))
+    assert saved.stdout.startswith("Saved the profile of assistant (revision 1, ")
+    assert hka("profile show --agent assistant").stdout == document
+    shown = hka.profile()
+    assert shown["profile"] == document and shown["revision"] == 1 and shown["budget"] == 1500
+    assert 0 < shown["tokens"] < 20
+
+    assert hka("profile edit --agent assistant --file", str(source)).stdout == "No changes.\n"
+    assert hka.profile()["revision"] == 1
+
+
+def test_profile_edit_from_stdin(hka: Hivekeep) -> None:
+    hka("profile edit --agent assistant --file -", input="## Work\n- Ships on Fridays\n")
+    assert hka.profile()["profile"] == "## Work\n- Ships on Fridays\n"
+
+
+def test_profile_over_budget_is_refused_and_unchanged(hka: Hivekeep) -> None:
+    small = {"MEMORY_PROFILE_MAX_TOKENS": "20"}
+    hka("profile edit --agent assistant --file -", env=small, input="## Notes\n- short\n")
+    before = hka.profile()
+    long = "## Notes\n" + "".join(f"- a long line of detail number {i}\n" for i in range(20))
+    result = hka("profile edit --agent assistant --file -", env=small, input=long, code=1)
+    assert "over the budget of 20" in result.stderr
+    assert hka.profile() == before
+
+
+def editor(tmp_path: Path, body: str) -> dict[str, str]:
+    """EDITOR set to a Python script that runs ``body`` with ``path`` bound to the edited file."""
+    script = tmp_path / "editor.py"
+    script.write_text(f"import sys\npath = sys.argv[1]\n{textwrap.dedent(body)}", encoding="utf-8")
+    return {"EDITOR": f'"{sys.executable}" "{script}"'}
+
+
+def test_profile_edit_in_the_editor(hka: Hivekeep, tmp_path: Path) -> None:
+    hka("profile edit --agent assistant --file -", input="## Drinks\n- tea\n")
+    swap = """
+        text = open(path).read().replace("tea", "coffee")
+        open(path, "w").write(text)
+    """
+    hka("profile edit --agent assistant", env=editor(tmp_path, swap))
+    assert hka.profile()["profile"] == "## Drinks\n- coffee\n"
+
+    untouched = hka("profile edit --agent assistant", env=editor(tmp_path, "pass\n"))
+    assert untouched.stdout == "No changes.\n"
+    assert hka.profile()["revision"] == 2
+
+
+def test_profile_edit_reports_a_concurrent_change_and_keeps_the_edit(
+    hka: Hivekeep, tmp_path: Path
+) -> None:
+    hka("profile edit --agent assistant --file -", input="## Drinks\n- tea\n")
+    theirs = tmp_path / "theirs.md"
+    theirs.write_text("## Drinks\n- water\n", encoding="utf-8")
+    # While the user is in the editor, another process replaces the profile.
+    race = f"""
+        import subprocess
+        command = ["profile", "edit", "--agent", "assistant", "--file", {str(theirs)!r}]
+        subprocess.run([sys.executable, "-m", "hivekeep", *command, "--db", {hka.db!r}],
+                       check=True, capture_output=True)
+        open(path, "w").write("## Drinks\\n- coffee\\n")
+    """
+    result = hka("profile edit --agent assistant", env=editor(tmp_path, race), code=1)
+    assert "changed since it was read" in result.stderr
+    assert "- coffee" in result.stderr  # the user's edit is shown, not lost
+    assert hka.profile()["profile"] == "## Drinks\n- water\n"
+
+
+# -- reembed -----------------------------------------------------------------------------------
+
+
+def test_reembed_all_with_progress(hka: Hivekeep) -> None:
+    for fact in ("The user moved to Lisbon.", "The user likes tea.", "Deploys are on Tuesdays."):
+        hka("memorize --agent assistant --category fact", fact)
+    result = hka("reembed --all")
+    assert result.stdout == f"Re-embedded 3 memories with {LOCAL_MODEL}.\n"
+    assert "Re-embedding" in result.stderr  # the progress bar (without a tty, its label only)
+    found = hka.json("recall --agent assistant", "release schedule")["memories"]
+    assert found[0]["content"] == "Deploys are on Tuesdays."  # no word in common: by vector
+    assert hka("reembed").stdout == f"Re-embedded 0 memories with {LOCAL_MODEL}.\n"
+
+
+class Outage:
+    """An embedding provider that is down."""
+
+    model_id = "outage:test"
+    dimension = 384
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise ProviderError("Embedder 'outage:test' is unreachable (connection refused).")
+
+
+def test_reembed_stopped_by_a_provider_failure_says_what_is_pending(
+    hka: Hivekeep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for fact in ("The user moved to Lisbon.", "The user likes green tea."):
+        hka("memorize --agent assistant --category fact", fact)
+    monkeypatch.setitem(registry._REGISTRY, "outage", lambda model: Outage())
+    result = hka("reembed --embeddings outage", code=1)
+    assert "Re-embedded 0 memories with outage:test. 2 memories still pending" in result.stderr
+    assert "connection refused" in result.stderr
+
+    # Until they are re-embedded, recall finds them by full text and says so.
+    recalled = hka("recall --agent assistant", "green tea", env={"HIVEKEEP_EMBEDDINGS": "outage"})
+    assert "Warning: Vector search unavailable" in recalled.stderr
+    assert "The user likes green tea." in recalled.stdout
+    assert "Unknown embedding provider" in hka("reembed --embeddings nope", code=1).stderr
+
+
+# -- the installed command ---------------------------------------------------------------------
+
+
+def test_console_script_and_python_m(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV}
+
+    def shell(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(args, capture_output=True, text=True, env=env, check=False)
+
+    helped = shell(sys.executable, "-m", "hivekeep", "--help")
+    assert helped.returncode == 0, helped.stderr
+    assert "Usage: hivekeep" in helped.stdout and "reembed" in helped.stdout
+
+    script = shutil.which("hivekeep") or str(Path(sys.executable).parent / "hivekeep")
+    path = str(tmp_path / "script.db")
+    made = shell(script, "agents", "create", "scripted", "--db", path)
+    assert made.returncode == 0, made.stderr
+    listed = shell(script, "agents", "--db", path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[1].split() == ["1", "scripted"]
+    taken = shell(script, "agents", "create", "scripted", "--db", path)
+    assert taken.returncode == 1
+    assert taken.stderr == "Error: An agent named 'scripted' already exists; choose another name.\n"
