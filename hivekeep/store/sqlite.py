@@ -81,6 +81,24 @@ def _subject_key(subject: str | None) -> str:
     return (subject or "").strip().casefold()
 
 
+def _filter_clauses(
+    filters: MemoryFilter, *, subject_column: str, prefix: str
+) -> tuple[list[str], dict[str, Any]]:
+    """SQL conditions for the category / subject / since filters (shared by both search arms)."""
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    if filters.category is not None:
+        clauses.append(f"{prefix}category = :category")
+        params["category"] = filters.category.value
+    if filters.subject is not None:
+        clauses.append(f"{subject_column} = :subject")
+        params["subject"] = _subject_key(filters.subject)
+    if filters.since is not None:
+        clauses.append(f"{prefix}created_at >= :since")
+        params["since"] = filters.since
+    return clauses, params
+
+
 class SQLiteStore:
     """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations)."""
 
@@ -344,17 +362,10 @@ class SQLiteStore:
     ) -> list[tuple[int, float]]:
         if not self._has_vectors():
             return []
-        clauses = ["embedding MATCH :vector", "k = :k", "audience IN (:viewer, 0)"]
-        params: dict[str, Any] = {"vector": encode_vector(vector), "k": k, "viewer": viewer_id}
-        if filters.category is not None:
-            clauses.append("category = :category")
-            params["category"] = filters.category.value
-        if filters.subject is not None:
-            clauses.append("subject = :subject")
-            params["subject"] = _subject_key(filters.subject)
-        if filters.since is not None:
-            clauses.append("created_at >= :since")
-            params["since"] = filters.since
+        # The vec0 metadata columns hold the subject already trimmed and case-folded.
+        clauses, params = _filter_clauses(filters, subject_column="subject", prefix="")
+        clauses = ["embedding MATCH :vector", "k = :k", "audience IN (:viewer, 0)", *clauses]
+        params |= {"vector": encode_vector(vector), "k": k, "viewer": viewer_id}
         try:
             rows = self._read(
                 f"SELECT memory_id, distance FROM memory_vec WHERE {' AND '.join(clauses)} "
@@ -369,23 +380,16 @@ class SQLiteStore:
     @staticmethod
     def _filter_sql(viewer_id: int, filters: MemoryFilter) -> tuple[str, dict[str, Any]]:
         """WHERE clauses over ``m`` (memories) for visibility and filters."""
-        params: dict[str, Any] = {"viewer": viewer_id}
         if filters.scope is Scope.SHARED:
-            clauses = ["m.scope = 'shared'"]
+            visibility = "m.scope = 'shared'"
         elif filters.scope is Scope.PRIVATE:
-            clauses = ["m.agent_id = :viewer", "m.scope = 'private'"]
+            visibility = "m.agent_id = :viewer AND m.scope = 'private'"
         else:
-            clauses = ["(m.agent_id = :viewer OR m.scope = 'shared')"]
-        if filters.category is not None:
-            clauses.append("m.category = :category")
-            params["category"] = filters.category.value
-        if filters.subject is not None:
-            clauses.append("lower(trim(m.subject)) = :subject")
-            params["subject"] = _subject_key(filters.subject)
-        if filters.since is not None:
-            clauses.append("m.created_at >= :since")
-            params["since"] = filters.since
-        return " AND ".join(clauses), params
+            visibility = "(m.agent_id = :viewer OR m.scope = 'shared')"
+        clauses, params = _filter_clauses(
+            filters, subject_column="lower(trim(m.subject))", prefix="m."
+        )
+        return " AND ".join([visibility, *clauses]), {**params, "viewer": viewer_id}
 
     def text_search(self, viewer_id: int, match: str, k: int, filters: MemoryFilter) -> list[int]:
         where, params = self._filter_sql(viewer_id, filters)
