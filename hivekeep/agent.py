@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hivekeep import tools
 from hivekeep.core import profile as profile_doc
-from hivekeep.core.text import parse_since
+from hivekeep.core.text import format_timestamp, parse_since
 from hivekeep.errors import ValidationError
 from hivekeep.services.archive import Memorized
 from hivekeep.services.recall import RecallResult
@@ -25,6 +27,14 @@ from hivekeep.types import Category, Scope, Source
 
 if TYPE_CHECKING:
     from hivekeep.hive import Hive
+
+
+def _created_at(value: str | datetime | None) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return format_timestamp(value)
+    return parse_since(str(value), name="created_at")
 
 
 @dataclass(frozen=True)
@@ -99,27 +109,46 @@ class Agent:
         source_context: str | None = None,
     ) -> Memorized:
         """Save a memory now; returns the existing one (``duplicate=True``) if already known."""
-        args = tools.validate(
-            "memorize",
-            content=content,
-            category=category,
-            subject=subject,
-            importance=importance,
-            scope=scope,
-            source_context=source_context,
-        )
-        return self._hive.archive.memorize(
-            NewMemory(
-                agent_id=self.id,
-                content=args.content,
-                category=Category(args.category),
-                subject=args.subject,
-                importance=args.importance,
-                scope=Scope(args.scope),
-                source_context=args.source_context,
-                source=Source.EXPLICIT,
+        return self.memorize_many(
+            [
+                {
+                    "content": content,
+                    "category": category,
+                    "subject": subject,
+                    "importance": importance,
+                    "scope": scope,
+                    "source_context": source_context,
+                }
+            ]
+        )[0]
+
+    def memorize_many(self, items: Iterable[Mapping[str, Any]]) -> list[Memorized]:
+        """Bulk write, e.g. importing history: one result per item, in order.
+
+        Each item takes ``memorize``'s arguments, plus an optional ``created_at`` (an ISO date or
+        datetime: when the remembered thing happened, for memories of past events). Every item is
+        validated before anything is written, and all are written in one transaction, deduplicated
+        against the archive and against each other.
+        """
+        memories = []
+        for item in items:
+            fields = dict(item)
+            created_at = fields.pop("created_at", None)
+            args = tools.validate("memorize", **fields)
+            memories.append(
+                NewMemory(
+                    agent_id=self.id,
+                    content=args.content,
+                    category=Category(args.category),
+                    subject=args.subject,
+                    importance=args.importance,
+                    scope=Scope(args.scope),
+                    source_context=args.source_context,
+                    source=Source.EXPLICIT,
+                    created_at=_created_at(created_at),
+                )
             )
-        )
+        return self._hive.archive.memorize_many(memories)
 
     def update_memory(
         self,

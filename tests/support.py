@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hivekeep.store.base import MemoryRecord, MemoryWrite, NewMemory, Store, Vector
+
 
 def random_unit(seed_text: str, dimension: int) -> np.ndarray:
     seed = int.from_bytes(hashlib.sha256(seed_text.encode()).digest()[:8], "little")
@@ -45,3 +47,18 @@ class VectorTable:
             raise ConnectionError("embedding service unreachable")
         self.calls.append(list(texts))
         return [self.vectors.get(t, random_unit(t, self.dimension)) for t in texts]
+
+
+def insert_one(
+    store: Store,
+    memory: NewMemory,
+    vector: Vector | None,
+    *,
+    text_key: str,
+    dedup_threshold: float,
+) -> tuple[MemoryRecord, bool]:
+    """One write through the store's batch insert (the only insert the contract has)."""
+    [result] = store.insert_memories(
+        [MemoryWrite(memory, vector, text_key)], dedup_threshold=dedup_threshold
+    )
+    return result

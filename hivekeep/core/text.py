@@ -39,7 +39,7 @@ def now_timestamp() -> str:
     return format_timestamp(datetime.now(UTC))
 
 
-def parse_since(value: str) -> str:
+def parse_since(value: str, name: str = "since") -> str:
     """An ISO date or datetime as a stored-format timestamp; naive datetimes are taken as UTC.
 
     >>> parse_since("2024-05-01")
@@ -53,7 +53,7 @@ def parse_since(value: str) -> str:
         return format_timestamp(datetime.fromisoformat(text.replace("Z", "+00:00")))
     except ValueError:
         raise ValidationError(
-            f"'since' has value {value!r}, which is not an ISO date or datetime. "
+            f"'{name}' has value {value!r}, which is not an ISO date or datetime. "
             "Use e.g. '2024-05-01' or '2024-05-01T14:30:00Z'."
         ) from None
 

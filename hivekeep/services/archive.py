@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hivekeep.core.text import embedding_text, normalise_text
@@ -14,6 +14,7 @@ from hivekeep.store.base import (
     MemoryChanges,
     MemoryFilter,
     MemoryRecord,
+    MemoryWrite,
     NewMemory,
     Store,
     Vector,
@@ -44,16 +45,30 @@ class ArchiveService:
         self.embeddings = embeddings
         self.dedup_threshold = dedup_threshold
 
-    def memorize(self, memory: NewMemory) -> Memorized:
-        """Store a memory unless the author can already see the same one (text or >= threshold)."""
-        vector = self.embeddings.try_embed_one(embedding_text(memory.content, memory.subject))
-        record, duplicate = self.store.insert_memory(
-            memory,
-            vector,
-            text_key=normalise_text(memory.content),
-            dedup_threshold=self.dedup_threshold,
-        )
-        return Memorized(record, duplicate)
+    def memorize_many(
+        self, memories: Sequence[NewMemory], *, batch_size: int = 256
+    ) -> list[Memorized]:
+        """The one write path: embed in batches, then dedup and insert all in one transaction.
+
+        If the embedder fails for a batch, those memories are stored as pending (found by full
+        text at once, backfilled later) rather than lost.
+        """
+        vectors: list[Vector | None] = []
+        for start in range(0, len(memories), batch_size):
+            batch = memories[start : start + batch_size]
+            try:
+                vectors += self.embeddings.embed(
+                    [embedding_text(m.content, m.subject) for m in batch]
+                )
+            except ProviderError as exc:
+                log.warning("Embedding failed; %d memories kept as pending: %s", len(batch), exc)
+                vectors += [None] * len(batch)
+        writes = [
+            MemoryWrite(memory, vector, normalise_text(memory.content))
+            for memory, vector in zip(memories, vectors, strict=True)
+        ]
+        inserted = self.store.insert_memories(writes, dedup_threshold=self.dedup_threshold)
+        return [Memorized(record, duplicate) for record, duplicate in inserted]
 
     def update(self, agent_id: int, memory_id: int, changes: MemoryChanges) -> MemoryRecord:
         """Owner-only update; re-embeds only when the embedded text changed."""

@@ -69,6 +69,15 @@ class NewMemory:
 
 
 @dataclass(frozen=True)
+class MemoryWrite:
+    """One memory to insert, with its vector (None: embedding failed) and exact-duplicate key."""
+
+    memory: NewMemory
+    vector: Vector | None
+    text_key: str
+
+
+@dataclass(frozen=True)
 class MemoryChanges:
     """Fields to change on update; ``KEEP`` leaves a field as it is."""
 
@@ -151,14 +160,15 @@ class Store(Protocol):
         ...
 
     # memories ---------------------------------------------------------------------------------
-    def insert_memory(
-        self, memory: NewMemory, vector: Vector | None, *, text_key: str, dedup_threshold: float
-    ) -> tuple[MemoryRecord, bool]:
-        """Insert unless a duplicate is visible to the author; returns (memory, was_duplicate).
+    def insert_memories(
+        self, writes: Sequence[MemoryWrite], *, dedup_threshold: float
+    ) -> list[tuple[MemoryRecord, bool]]:
+        """Insert each memory unless a duplicate is visible to its author, in one transaction.
 
-        Duplicate: same ``text_key`` among the author's visible memories, else a visible vector
-        with cosine similarity >= ``dedup_threshold``. Checked and written in one transaction.
-        ``vector`` None stores the memory as pending (found by FTS, backfilled later).
+        Returns (memory, was_duplicate) per write, in order. Duplicate: the same ``text_key``
+        among the author's visible memories, else a visible vector with cosine similarity >=
+        ``dedup_threshold`` — including memories inserted earlier in the same call. A write with
+        ``vector`` None is stored as pending (found by full text, backfilled later).
         """
         ...
 

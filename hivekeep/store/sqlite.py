@@ -30,7 +30,7 @@ from hivekeep.store.base import (
     MemoryChanges,
     MemoryFilter,
     MemoryRecord,
-    NewMemory,
+    MemoryWrite,
     PendingEmbedding,
     ProfileRecord,
     Vector,
@@ -240,40 +240,47 @@ class SQLiteStore:
         )
 
     # memories ---------------------------------------------------------------------------------
-    def insert_memory(
-        self, memory: NewMemory, vector: Vector | None, *, text_key: str, dedup_threshold: float
-    ) -> tuple[MemoryRecord, bool]:
+    def insert_memories(
+        self, writes: Sequence[MemoryWrite], *, dedup_threshold: float
+    ) -> list[tuple[MemoryRecord, bool]]:
+        results: list[tuple[MemoryRecord, bool]] = []
         with self.atomic() as conn:
-            author = self.get_agent(memory.agent_id)
-            duplicate = self._find_duplicate(
-                conn, memory.agent_id, text_key, vector, dedup_threshold
-            )
-            if duplicate is not None:
-                return self.get_memory(duplicate, memory.agent_id), True
-            now = now_timestamp()
-            conn.execute(
-                "INSERT INTO memories(agent_id, author_name, content, text_key, category, subject, "
-                "importance, scope, source_context, source, source_message_id, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    memory.agent_id,
-                    author.name,
-                    memory.content,
-                    text_key,
-                    memory.category.value,
-                    memory.subject,
-                    memory.importance,
-                    memory.scope.value,
-                    memory.source_context,
-                    memory.source.value,
-                    memory.source_message_id,
-                    memory.created_at or now,
-                    now,
-                ),
-            )
-            record = self.get_memory(conn.last_insert_rowid(), memory.agent_id)
-            self._write_vector(conn, record, vector)
-            return self.get_memory(record.id, memory.agent_id), False
+            authors: dict[int, str] = {}
+            for write in writes:
+                memory = write.memory
+                if memory.agent_id not in authors:
+                    authors[memory.agent_id] = self.get_agent(memory.agent_id).name
+                duplicate = self._find_duplicate(
+                    conn, memory.agent_id, write.text_key, write.vector, dedup_threshold
+                )
+                if duplicate is not None:
+                    results.append((self.get_memory(duplicate, memory.agent_id), True))
+                    continue
+                now = now_timestamp()
+                conn.execute(
+                    "INSERT INTO memories(agent_id, author_name, content, text_key, category, "
+                    "subject, importance, scope, source_context, source, source_message_id, "
+                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        memory.agent_id,
+                        authors[memory.agent_id],
+                        memory.content,
+                        write.text_key,
+                        memory.category.value,
+                        memory.subject,
+                        memory.importance,
+                        memory.scope.value,
+                        memory.source_context,
+                        memory.source.value,
+                        memory.source_message_id,
+                        memory.created_at or now,
+                        now,
+                    ),
+                )
+                record = self.get_memory(conn.last_insert_rowid(), memory.agent_id)
+                self._write_vector(conn, record, write.vector)
+                results.append((self.get_memory(record.id, memory.agent_id), False))
+        return results
 
     def _find_duplicate(
         self, conn: Any, agent_id: int, text_key: str, vector: Vector | None, threshold: float

@@ -16,7 +16,7 @@ from hivekeep.store.base import (
 )
 from hivekeep.types import Category, EmbeddingState, Scope
 from tests.contract.conftest import DIMENSION
-from tests.support import random_unit, with_cosine
+from tests.support import insert_one, random_unit, with_cosine
 
 NO_FILTER = MemoryFilter()
 
@@ -30,7 +30,8 @@ def put(store: Store, agent_id: int, content: str, vector=None, dedup=0.9, **fie
     memory = NewMemory(
         agent_id=agent_id, content=content, category=fields.pop("category", Category.FACT), **fields
     )
-    record, duplicate = store.insert_memory(
+    record, duplicate = insert_one(
+        store,
         memory,
         vector if vector is not None else vec(content),
         text_key=content.lower(),
@@ -96,7 +97,8 @@ def test_insert_and_get_round_trip(store: Store, agents: tuple[int, int]) -> Non
 def test_exact_text_duplicate_is_found_across_visible_scopes(store: Store, agents) -> None:
     alice, bob = agents
     shared = put(store, bob, "Deploys happen on Fridays", scope=Scope.SHARED)
-    record, duplicate = store.insert_memory(
+    record, duplicate = insert_one(
+        store,
         NewMemory(agent_id=alice, content="deploys happen on fridays", category=Category.FACT),
         vec("other"),
         text_key="deploys happen on fridays",
@@ -108,7 +110,8 @@ def test_exact_text_duplicate_is_found_across_visible_scopes(store: Store, agent
 def test_other_agents_private_text_is_never_a_duplicate(store: Store, agents) -> None:
     alice, bob = agents
     put(store, bob, "secret plan")
-    record, duplicate = store.insert_memory(
+    record, duplicate = insert_one(
+        store,
         NewMemory(agent_id=alice, content="secret plan", category=Category.FACT),
         vec("secret plan"),
         text_key="secret plan",
@@ -121,13 +124,15 @@ def test_vector_duplicate_at_threshold(store: Store, agents) -> None:
     alice, _ = agents
     base = vec("base")
     first = put(store, alice, "first", base)
-    near, dup = store.insert_memory(
+    near, dup = insert_one(
+        store,
         NewMemory(agent_id=alice, content="near", category=Category.FACT),
         with_cosine(base, 0.95, "n"),
         text_key="near",
         dedup_threshold=0.9,
     )
-    far, not_dup = store.insert_memory(
+    far, not_dup = insert_one(
+        store,
         NewMemory(agent_id=alice, content="far", category=Category.FACT),
         with_cosine(base, 0.85, "f"),
         text_key="far",
@@ -140,7 +145,8 @@ def test_vector_duplicate_at_threshold(store: Store, agents) -> None:
 def test_failed_insert_leaves_nothing_behind(store: Store, agents) -> None:
     alice, _ = agents
     with pytest.raises(StoreError):  # a vector of the wrong dimension is refused by the index
-        store.insert_memory(
+        insert_one(
+            store,
             NewMemory(agent_id=alice, content="broken write", category=Category.FACT),
             np.ones(DIMENSION + 3, dtype=np.float32),
             text_key="broken write",
@@ -152,7 +158,8 @@ def test_failed_insert_leaves_nothing_behind(store: Store, agents) -> None:
 
 def test_pending_memory_is_found_by_text_and_backfilled(store: Store, agents) -> None:
     alice, _ = agents
-    record, _ = store.insert_memory(
+    record, _ = insert_one(
+        store,
         NewMemory(agent_id=alice, content="Kayaking trip in June", category=Category.FACT),
         None,
         text_key="kayaking trip in june",
@@ -170,7 +177,8 @@ def test_pending_memory_is_found_by_text_and_backfilled(store: Store, agents) ->
 
 def test_store_embedding_refuses_stale_content(store: Store, agents) -> None:
     alice, _ = agents
-    record, _ = store.insert_memory(
+    record, _ = insert_one(
+        store,
         NewMemory(agent_id=alice, content="old text", category=Category.FACT),
         None,
         text_key="old text",

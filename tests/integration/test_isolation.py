@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hivekeep import Hive, Settings
 from hivekeep.store.base import MemoryFilter, NewMemory
 from hivekeep.types import Category
-from tests.support import VectorTable, random_unit, with_cosine
+from tests.support import VectorTable, insert_one, random_unit, with_cosine
 
 AGENTS = 4
 WORDS = ["apple", "river", "engine", "violet", "harbor", "comet"]
@@ -126,7 +126,8 @@ def test_own_best_match_survives_20_agents_of_500_memories(db_path: Path) -> Non
                 else:  # every other agent's private memories are closer to the query
                     cosine = 0.75 + 0.2 * spread
                 table.set(text, with_cosine(query, cosine, text))
-                hive.store.insert_memory(  # bulk load without dedup; recall is what is tested
+                insert_one(
+                    hive.store,  # bulk load without dedup; recall is what is tested
                     NewMemory(agent_id=agent.id, content=text, category=Category.FACT),
                     table.vectors[text],
                     text_key=text,
@@ -152,7 +153,8 @@ def test_near_duplicate_beyond_global_top3_is_detected(db_path: Path) -> None:
             for m in range(300):  # 3,000 closer vectors, all private to other agents
                 text = f"other {o} item {m}"
                 table.set(text, with_cosine(target, 0.97 + 0.02 * (m % 10) / 10, text))
-                hive.store.insert_memory(
+                insert_one(
+                    hive.store,
                     NewMemory(agent_id=other.id, content=text, category=Category.FACT),
                     table.vectors[text],
                     text_key=text,

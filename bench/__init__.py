@@ -1,0 +1,1 @@
+"""Reproducible benchmarks (commands, not tests). See docs/benchmarks.md."""
