@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / (
-    "locomo10_dev.json"
+DEFAULT_PATH = (
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / ("locomo10_dev.json")
 )
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _EVIDENCE_ID = re.compile(r"^D:?(\d+):0*(\d+)$")
@@ -77,7 +77,8 @@ def load(path: Path = DEFAULT_PATH) -> list[Conversation]:
         while f"session_{number}" in conv:
             when = datetime.strptime(conv[f"session_{number}_date_time"], "%I:%M %p on %d %B, %Y")
             turns += [
-                Turn(t["dia_id"], t["speaker"], _turn_text(t), when) for t in conv[f"session_{number}"]
+                Turn(t["dia_id"], t["speaker"], _turn_text(t), when)
+                for t in conv[f"session_{number}"]
             ]
             number += 1
         known = {t.dia_id for t in turns}
@@ -89,6 +90,8 @@ def load(path: Path = DEFAULT_PATH) -> list[Conversation]:
             if evidence:
                 questions.append(Question(qa["question"], qa["category"], evidence))
         conversations.append(
-            Conversation(sample["sample_id"], (conv["speaker_a"], conv["speaker_b"]), turns, questions)
+            Conversation(
+                sample["sample_id"], (conv["speaker_a"], conv["speaker_b"]), turns, questions
+            )
         )
     return conversations

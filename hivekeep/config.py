@@ -80,6 +80,14 @@ SETTINGS: tuple[Setting, ...] = (
         "embedder's calibrated weight, else 0.5.",
     ),
     Setting(
+        "MEMORY_FEEDBACK_WEIGHT",
+        "feedback_weight",
+        _non_negative_float,
+        None,
+        "How far the vector query moves toward the top full-text hits before the vector search "
+        "(0 turns it off). Default: the embedder's calibrated weight, else 0.",
+    ),
+    Setting(
         "MEMORY_DEDUP_THRESHOLD",
         "dedup_threshold",
         _unit_float,
@@ -102,7 +110,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 
-SEED_RECALL = RecallDefaults(similarity_floor=0.5, rrf_k=60, fts_weight=0.5)
+SEED_RECALL = RecallDefaults(similarity_floor=0.5, rrf_k=60, fts_weight=0.5, feedback_weight=0.0)
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,7 @@ class Settings:
     similarity_floor: float | None = None
     rrf_k: int | None = None
     fts_weight: float | None = None
+    feedback_weight: float | None = None
     dedup_threshold: float = 0.90
     recall_limit: int = 10
     profile_max_tokens: int = 1500
@@ -153,4 +162,6 @@ class Settings:
                     return candidate
             return getattr(SEED_RECALL, name)
 
-        return RecallDefaults(pick("similarity_floor"), pick("rrf_k"), pick("fts_weight"))
+        return RecallDefaults(
+            pick("similarity_floor"), pick("rrf_k"), pick("fts_weight"), pick("feedback_weight")
+        )

@@ -27,6 +27,7 @@ class RecallDefaults:
     similarity_floor: float | None = None
     rrf_k: int | None = None
     fts_weight: float | None = None
+    feedback_weight: float | None = None  # lexical feedback into the vector query (0: off)
 
 
 class Embedder(Protocol):

@@ -6,18 +6,22 @@ Relevance is the only ranking signal; ties break by recency. Nothing here calls 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from hivekeep.core import fts_query
 from hivekeep.core.fusion import Ranked, fuse
 from hivekeep.errors import ProviderError
 from hivekeep.providers.base import RecallDefaults
-from hivekeep.services.embedding import EmbeddingService
+from hivekeep.services.embedding import EmbeddingService, FloatArray
 from hivekeep.store.base import MemoryFilter, MemoryRecord, Store
 
 log = logging.getLogger(__name__)
 
 POOL_FACTOR = 2  # each arm returns 2x the requested results
+FEEDBACK_DOCS = 3  # top full-text hits whose vectors steer the vector query
 
 
 @dataclass(frozen=True)
@@ -47,31 +51,47 @@ class RecallService:
         self.embeddings = embeddings
         self.defaults = defaults
 
-    @property
-    def floor(self) -> float:
-        assert self.defaults.similarity_floor is not None
-        return self.defaults.similarity_floor
-
     def arms(
         self, agent_id: int, query: str, pool: int, filters: MemoryFilter
     ) -> tuple[ArmResults, str | None]:
         """Both arms' candidates; the vector arm degrades to empty (with a warning) on failure."""
-        warning = None
-        vector_hits: list[tuple[int, float]] = []
+        text = self.text_arm(agent_id, query, pool, filters)
         try:
             vector = self.embeddings.embed_one(query)
         except ProviderError as exc:
             log.warning("recall fell back to full-text only: %s", exc)
-            warning = f"Vector search unavailable, full-text results only: {exc}"
-        else:
-            vector_hits = [
-                (memory_id, similarity)
-                for memory_id, similarity in self.store.vector_search(
-                    agent_id, vector, pool, filters
-                )
-                if similarity >= self.floor
-            ]
-        return ArmResults(vector_hits, self.text_arm(agent_id, query, pool, filters)), warning
+            return ArmResults([], text), f"Vector search unavailable, full-text results only: {exc}"
+        return ArmResults(self.vector_arm(agent_id, vector, text, pool, filters), text), None
+
+    def vector_arm(
+        self,
+        agent_id: int,
+        query: FloatArray,
+        text_hits: Sequence[int],
+        pool: int,
+        filters: MemoryFilter,
+    ) -> list[tuple[int, float]]:
+        """Nearest memories to the query, each with its cosine similarity to the query itself.
+
+        Lexical feedback: the search vector moves toward the top full-text hits (Rocchio), so the
+        words the user typed steer the semantic search too. The similarity floor still compares
+        each hit with the query as asked, so it stays a spam filter.
+        """
+        weight = self.defaults.feedback_weight or 0.0
+        feedback = self.store.vectors(agent_id, list(text_hits[:FEEDBACK_DOCS])) if weight else {}
+        if not feedback:
+            hits = self.store.vector_search(agent_id, query, pool, filters)
+            return [(i, s) for i, s in hits if s >= self._floor()]
+        moved = query + weight * np.mean(np.stack(list(feedback.values())), axis=0)
+        moved /= np.linalg.norm(moved)
+        ids = [i for i, _ in self.store.vector_search(agent_id, moved, pool, filters)]
+        vectors = self.store.vectors(agent_id, ids)
+        similarity = {i: float(np.dot(query, v)) for i, v in vectors.items()}
+        return [(i, similarity[i]) for i in ids if similarity.get(i, -1.0) >= self._floor()]
+
+    def _floor(self) -> float:
+        assert self.defaults.similarity_floor is not None
+        return self.defaults.similarity_floor
 
     def text_arm(self, agent_id: int, query: str, pool: int, filters: MemoryFilter) -> list[int]:
         """AND of all terms first; when that finds fewer than ``pool``, OR fills the rest."""

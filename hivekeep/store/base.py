@@ -202,6 +202,10 @@ class Store(Protocol):
         """Memory ids matching a full-text expression, best first, over visible memories."""
         ...
 
+    def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """Stored unit vectors of the visible memories among ``ids`` (pending ones are absent)."""
+        ...
+
     def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
         """The visible memories among ``ids`` (invisible or missing ids are left out)."""
         ...

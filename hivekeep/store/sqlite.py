@@ -19,6 +19,7 @@ from typing import Any
 
 import apsw
 import numpy as np
+import numpy.typing as npt
 import sqlite_vec
 
 from hivekeep.core.text import now_timestamp
@@ -410,6 +411,17 @@ class SQLiteStore:
         except apsw.SQLError as exc:
             raise StoreError(f"Full-text query {match!r} was rejected: {exc}.") from exc
         return [int(row[0]) for row in rows]
+
+    def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        if not ids or not self._has_vectors():
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        rows = self._read(
+            f"SELECT memory_id, embedding FROM memory_vec WHERE memory_id IN ({marks}) "
+            "AND audience IN (?, 0)",
+            (*ids, viewer_id),
+        )
+        return {int(i): np.frombuffer(blob, dtype="<f4").astype(np.float32) for i, blob in rows}
 
     def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
         if not ids:

@@ -221,6 +221,29 @@ def test_full_text_covers_subject(store: Store, agents) -> None:
     assert store.text_search(alice, '"melanie"*', 10, NO_FILTER) == [memory_id]
 
 
+def test_full_text_covers_source_context_and_creation_date(store: Store, agents) -> None:
+    alice, _ = agents
+    memory_id = put(
+        store,
+        alice,
+        "Adopted a puppy",
+        source_context="chat with Sam",
+        created_at="2023-05-08T13:56:00.000000Z",
+    )
+    assert store.text_search(alice, '"sam"*', 10, NO_FILTER) == [memory_id]
+    assert store.text_search(alice, '"8" AND "may"* AND "2023"*', 10, NO_FILTER) == [memory_id]
+    assert store.text_search(alice, '"june"*', 10, NO_FILTER) == []
+
+
+def test_stored_vectors_are_returned_for_visible_memories_only(store: Store, agents) -> None:
+    alice, bob = agents
+    mine = put(store, alice, "mine", vec("mine"))
+    theirs = put(store, bob, "theirs", vec("theirs"))
+    found = store.vectors(alice, [mine, theirs])
+    assert list(found) == [mine]
+    assert np.allclose(found[mine], vec("mine"), atol=1e-6)
+
+
 def test_delete_removes_row_and_both_indexes(store: Store, agents) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Temporary note", vec("tmp"))

@@ -87,20 +87,20 @@ def test_new_file_is_at_latest_schema_and_newer_is_refused(db_path: Path, table)
 
 
 def test_older_file_is_migrated_on_open(db_path: Path, table, monkeypatch) -> None:
+    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
+    monkeypatch.setattr(migrations, "LATEST", 1)
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:  # a version-1 file
+        hive.create_agent("alice").memorize_many(
+            [{"content": "Sold the old car", "category": "fact", "created_at": "2023-05-08"}]
+        )
+    monkeypatch.undo()
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
-        hive.create_agent("alice").memorize("kept across the upgrade", category="fact")
-
-    def m002_add_column(conn) -> None:
-        conn.execute("ALTER TABLE agents ADD COLUMN settings TEXT")
-
-    upgraded = [*migrations.MIGRATIONS, (2, "agent settings", m002_add_column)]
-    monkeypatch.setattr(migrations, "MIGRATIONS", upgraded)
-    monkeypatch.setattr(migrations, "LATEST", 2)
-    with Hive(db_path, embedder=table, settings=Settings()) as hive:
-        assert hive.get_agent("alice").list_memories().total == 1
+        agent = hive.get_agent("alice")
+        assert [h.memory.content for h in agent.recall("what happened in May 2023").hits] == [
+            "Sold the old car"
+        ]  # found through the date indexed by m002
     conn = apsw.Connection(str(db_path))
-    assert migrations.current_version(conn) == 2
-    assert "settings" in [row[1] for row in conn.execute("PRAGMA table_info(agents)")]
+    assert migrations.current_version(conn) == migrations.LATEST == 2
     assert migrations.pending(conn) == []
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -39,7 +41,8 @@ def test_floor_is_configurable(db_path, table: VectorTable, query_vector: np.nda
         assert agent.recall(QUERY).hits[0].memory.content == "memory forty"
 
 
-def test_floor_with_the_real_model_uses_true_cosine(hive: Hive, local_embedder) -> None:
+def test_floor_with_the_real_model_uses_true_cosine(db_path, local_embedder) -> None:
+    hive = Hive(db_path, embedder=local_embedder, settings=Settings(similarity_floor=0.5))
     agent = hive.create_agent("alice")
     query = "What does the user like to drink in the morning?"
     texts = ["The user drinks green tea every morning.", "The quarterly tax filing is due."]
@@ -52,6 +55,41 @@ def test_floor_with_the_real_model_uses_true_cosine(hive: Hive, local_embedder) 
     assert len(similarities) == 1
     [(_, similarity)] = similarities.items()
     assert similarity == pytest.approx(float(q @ close), abs=1e-4)
+    hive.close()
+
+
+def test_bundled_floor_keeps_a_relevant_pair_the_seed_floor_dropped(
+    hive: Hive, local_embedder
+) -> None:
+    """Regression: MiniLM scores true evidence lower than big models; 0.5 dropped it."""
+    agent = hive.create_agent("alice")
+    query = "What did Melanie paint recently?"
+    relevant = "Melanie: I just finished a sunset over the lake, it took me two weeks."
+    unrelated = "The quarterly tax filing is due on Friday."
+    agent.memorize(relevant, category="fact")
+    agent.memorize(unrelated, category="fact")
+    q, r, u = local_embedder.embed([query, relevant, unrelated])
+    assert 0.2 <= float(q @ r) < 0.5 and float(q @ u) < 0.2
+    vector_hits = dict(hive.recall_service.arms(agent.id, query, 10, MemoryFilter())[0].vector)
+    assert set(vector_hits) == {agent.list_memories().memories[1].id}  # the relevant one only
+    assert hive.recall_service.defaults.similarity_floor == 0.2
+
+
+def test_lexical_feedback_steers_the_vector_arm(hive: Hive) -> None:
+    agent = hive.create_agent("alice")
+    agent.memorize("Jon: Just got back from Paris, the show went great!", category="fact")
+    agent.memorize("Jon: The dance competition is in Paris next month.", category="fact")
+    agent.memorize("Gina: My store opens on Saturday.", category="fact")
+    query = "Where did Jon travel for his dance competition?"
+    service = hive.recall_service
+    with_feedback = service.arms(agent.id, query, 10, MemoryFilter())[0]
+    service.defaults = dataclasses.replace(service.defaults, feedback_weight=0.0)
+    without = service.arms(agent.id, query, 10, MemoryFilter())[0]
+    assert with_feedback.text == without.text
+    assert with_feedback.vector != without.vector  # the search vector moved
+    similarity = dict(without.vector)
+    for memory_id, value in with_feedback.vector:  # reported similarity is to the query itself
+        assert value == pytest.approx(similarity[memory_id], abs=1e-4)
 
 
 def test_full_text_arm_finds_what_vectors_miss(table_hive: Hive, table: VectorTable) -> None:

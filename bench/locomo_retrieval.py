@@ -1,0 +1,271 @@
+"""LoCoMo evidence retrieval through hivekeep's public API: recall@k and MRR per category.
+
+    python bench/locomo_retrieval.py [--data PATH] [--json OUT] [--sweep]
+
+Each conversation goes into its own fresh hive (one agent; every turn one memory, dated with its
+session's time, written with ``agent.memorize_many``). Every scorable question (categories 1-4
+with evidence) is asked through ``agent.recall`` with the shipped defaults, and through each arm
+alone. ``--sweep`` also fuses the two arms offline over a grid of floor / K / full-text weight, to
+show where the defaults come from. The data is read from PATH, never copied into the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.locomo_data import CATEGORIES, DEFAULT_PATH, Conversation, load
+from hivekeep import Hive, Settings
+from hivekeep.core.fusion import Ranked, fuse
+from hivekeep.providers.embeddings.local import LocalEmbedder
+from hivekeep.services.recall import ArmResults
+from hivekeep.store.base import MemoryFilter
+
+KS = (5, 10, 20)
+NO_FILTER = MemoryFilter()
+
+
+@dataclass
+class Scores:
+    """Recall@k (plain and capped) and reciprocal ranks, per category."""
+
+    recall: dict[int, dict[int, list[float]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    rr: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, category: int, k: int, ranked: Sequence[str], evidence: frozenset[str]) -> None:
+        self.recall[category][k].append(len(set(ranked[:k]) & evidence) / len(evidence))
+
+    def add_rr(self, category: int, ranked: Sequence[str], evidence: frozenset[str]) -> None:
+        rank = next((i for i, d in enumerate(ranked) if d in evidence), None)
+        self.rr[category].append(0.0 if rank is None else 1 / (rank + 1))
+
+    def overall(self, k: int) -> float:
+        values = [v for per_k in self.recall.values() for v in per_k[k]]
+        return statistics.fmean(values) if values else 0.0
+
+    def mrr(self) -> float:
+        values = [v for per in self.rr.values() for v in per]
+        return statistics.fmean(values) if values else 0.0
+
+    def table_row(self, name: str) -> str:
+        cells = [f"{self.overall(k):.3f}" for k in KS]
+        per_category = [
+            f"{statistics.fmean(self.recall[c][10]):.3f}" if self.recall[c][10] else "-"
+            for c in CATEGORIES
+        ]
+        return f"| {name} | " + " | ".join([*cells, f"{self.mrr():.3f}", *per_category]) + " |"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            **{f"R@{k}": round(self.overall(k), 4) for k in KS},
+            "MRR": round(self.mrr(), 4),
+            "R@10 by category": {
+                CATEGORIES[c]: round(statistics.fmean(self.recall[c][10]), 4)
+                for c in CATEGORIES
+                if self.recall[c][10]
+            },
+        }
+
+
+HEADER = (
+    "| configuration | R@5 | R@10 | R@20 | MRR | "
+    + " | ".join(f"R@10 {c} {name}" for c, name in CATEGORIES.items())
+    + " |\n|"
+    + "---|" * (5 + len(CATEGORIES))
+)
+
+
+@dataclass
+class Run:
+    default: Scores = field(default_factory=Scores)
+    vector: Scores = field(default_factory=Scores)
+    text: Scores = field(default_factory=Scores)
+    arms: list[
+        tuple[int, frozenset[str], dict[int, ArmResults], dict[int, str], dict[int, str]]
+    ] = field(default_factory=list)
+    evidence_similarity: list[float] = field(default_factory=list)
+    ingest_seconds: float = 0.0
+    ingested: int = 0
+    duplicates: int = 0
+    recall_ms: list[float] = field(default_factory=list)
+
+
+def run_conversation(
+    conv: Conversation, embedder: LocalEmbedder, settings: Settings, run: Run, sweep: bool
+) -> None:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        Hive(Path(folder) / "locomo.db", embedder=embedder, settings=settings) as hive,
+    ):
+        agent = hive.create_agent("reader")
+        started = time.perf_counter()
+        written = agent.memorize_many(
+            {"content": t.text, "category": "fact", "created_at": t.when} for t in conv.turns
+        )
+        run.ingest_seconds += time.perf_counter() - started
+        run.ingested += len(conv.turns)
+        dia: dict[int, set[str]] = defaultdict(set)
+        for turn, result in zip(conv.turns, written, strict=True):
+            dia[result.memory.id].add(turn.dia_id)
+            run.duplicates += result.duplicate
+
+        created = {r.memory.id: r.memory.created_at for r in written}
+
+        def ids_to_dia(ids: Sequence[int]) -> list[str]:
+            return [d for i in ids for d in sorted(dia[i])]
+
+        service = hive.recall_service
+        for question in conv.questions:
+            c, evidence = question.category, question.evidence
+            for k in KS:
+                started = time.perf_counter()
+                hits = agent.recall(question.text, limit=k).hits
+                if k == 10:
+                    run.recall_ms.append((time.perf_counter() - started) * 1000)
+                run.default.add(c, k, ids_to_dia([h.memory.id for h in hits]), evidence)
+            ranked = ids_to_dia([h.memory.id for h in agent.recall(question.text, limit=20).hits])
+            run.default.add_rr(c, ranked, evidence)
+
+            query = hive.embeddings.embed_one(question.text)
+            everything = hive.store.vector_search(agent.id, query, len(conv.turns), NO_FILTER)
+            vector_ranked = ids_to_dia([i for i, _ in everything])
+            similarity = {d: s for i, s in everything for d in dia[i]}
+            run.evidence_similarity += [similarity.get(d, -1.0) for d in evidence]
+            for k in KS:
+                run.vector.add(c, k, vector_ranked, evidence)
+                run.text.add(
+                    c,
+                    k,
+                    ids_to_dia(service.text_arm(agent.id, question.text, k, NO_FILTER)),
+                    evidence,
+                )
+            run.vector.add_rr(c, vector_ranked, evidence)
+            run.text.add_rr(
+                c, ids_to_dia(service.text_arm(agent.id, question.text, 20, NO_FILTER)), evidence
+            )
+            if sweep:
+                calibrated = service.defaults
+                service.defaults = replace(calibrated, similarity_floor=-1.0)  # floor applied later
+                per_k = {k: service.arms(agent.id, question.text, 2 * k, NO_FILTER)[0] for k in KS}
+                service.defaults = calibrated
+                flat = {i: d for i, ds in dia.items() for d in sorted(ds)[:1]}
+                run.arms.append((c, evidence, per_k, flat, created))
+
+
+def fused_scores(run: Run, floor: float, rrf_k: int, weight: float) -> Scores:
+    scores = Scores()
+    for category, evidence, per_k, flat, created in run.arms:
+        for k in KS:
+            arms = per_k[k]
+            vector = [i for i, s in arms.vector if s >= floor]
+            fused = fuse(
+                [Ranked(vector), Ranked(arms.text, weight)], k=rrf_k, recency=created, limit=k
+            )
+            scores.add(category, k, [flat[i] for i, _ in fused], evidence)
+    return scores
+
+
+def sweep_table(run: Run, grid: Callable[[], list[tuple[float, int, float]]]) -> list[str]:
+    rows = ["| floor | K | FTS weight | R@5 | R@10 | R@20 |", "|---|---|---|---|---|---|"]
+    for floor, rrf_k, weight in grid():
+        s = fused_scores(run, floor, rrf_k, weight)
+        rows.append(
+            f"| {floor} | {rrf_k} | {weight} | "
+            + " | ".join(f"{s.overall(k):.3f}" for k in KS)
+            + " |"
+        )
+    return rows
+
+
+def default_grid() -> list[tuple[float, int, float]]:
+    return [
+        (floor, rrf_k, weight)
+        for floor in (0.0, 0.2, 0.5)
+        for rrf_k in (10, 60)
+        for weight in (0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0)
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_PATH)
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--sweep", action="store_true", help="print the fusion parameter grid")
+    parser.add_argument("--limit", type=int, help="only the first N conversations (smoke runs)")
+    args = parser.parse_args(argv)
+
+    conversations = load(args.data)[: args.limit]
+    embedder = LocalEmbedder()
+    settings = Settings.from_env()
+    run = Run()
+    for conv in conversations:
+        run_conversation(conv, embedder, settings, run, args.sweep)
+
+    resolved = settings.recall_defaults(embedder.recall_defaults)
+    questions = sum(len(c.questions) for c in conversations)
+    print(
+        f"LoCoMo {args.data.name}: {len(conversations)} conversations, {run.ingested} turns, "
+        f"{questions} questions (categories 1-4 with evidence)\n"
+    )
+    print(HEADER)
+    print(
+        run.default.table_row(
+            f"hybrid (floor {resolved.similarity_floor}, K {resolved.rrf_k}, "
+            f"FTS weight {resolved.fts_weight})"
+        )
+    )
+    print(run.vector.table_row("vector only (no floor)"))
+    print(run.text.table_row("full text only"))
+    dropped = {
+        floor: sum(s < floor for s in run.evidence_similarity) / len(run.evidence_similarity)
+        for floor in (0.1, 0.2, 0.3, 0.4, 0.5)
+    }
+    print(
+        "\nTrue evidence dropped by a similarity floor: "
+        + ", ".join(f"{f}: {d:.1%}" for f, d in dropped.items())
+    )
+    print(f"Median question-evidence cosine: {statistics.median(run.evidence_similarity):.3f}")
+    throughput = run.ingested / run.ingest_seconds
+    ms = sorted(run.recall_ms)
+    print(
+        f"Ingest: {throughput:.0f} memories/s ({run.duplicates} turns deduplicated); "
+        f"recall (limit 10, incl. query embedding): p50 {statistics.median(ms):.1f} ms, "
+        f"p95 {ms[int(0.95 * (len(ms) - 1))]:.1f} ms"
+    )
+    if args.sweep:
+        print("\nOffline fusion sweep (same arms, fused with other parameters):\n")
+        print("\n".join(sweep_table(run, default_grid)))
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "data": str(args.data),
+                    "questions": questions,
+                    "defaults": vars(resolved) if hasattr(resolved, "__dict__") else str(resolved),
+                    "hybrid": run.default.as_dict(),
+                    "vector_only": run.vector.as_dict(),
+                    "text_only": run.text.as_dict(),
+                    "floor_drops_evidence": dropped,
+                    "ingest_per_second": round(throughput, 1),
+                    "recall_ms_p50": round(statistics.median(ms), 2),
+                },
+                indent=2,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
