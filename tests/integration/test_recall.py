@@ -199,3 +199,27 @@ def test_embedder_outage_degrades_to_full_text_with_a_warning(
     result = agent.call_tool("recall", {"query": "passport"})
     assert [m["content"] for m in result["memories"]] == ["Passport renewal in April"]
     assert "full-text" in result["warning"]
+
+
+def test_two_letter_terms_are_searchable(table_hive: Hive) -> None:
+    """Regression: short terms such as "AI" or "Go" must reach the full-text arm."""
+    agent = table_hive.create_agent("alice")
+    agent.memorize("Started a course on AI safety", category="fact")
+    agent.memorize("Rewrote the scheduler in Go", category="fact")
+    agent.memorize("Painted the kitchen blue", category="fact")
+    assert agent.recall("AI").hits[0].memory.content == "Started a course on AI safety"
+    assert agent.recall("Go").hits[0].memory.content == "Rewrote the scheduler in Go"
+
+
+def test_questions_naming_a_month_find_memories_from_then(table_hive: Hive) -> None:
+    """Regression for indexing the creation date: the month and year are searchable words."""
+    agent = table_hive.create_agent("alice")
+    agent.memorize_many(
+        [
+            {"content": "Went to a jazz concert", "category": "fact", "created_at": "2023-09-17"},
+            {"content": "Went to a rock concert", "category": "fact", "created_at": "2023-05-08"},
+            {"content": "Went to a folk concert", "category": "fact", "created_at": "2024-05-02"},
+        ]
+    )
+    hits = agent.recall("Which concert did she go to in May 2023?").hits
+    assert hits[0].memory.content == "Went to a rock concert"
