@@ -1,0 +1,1 @@
+"""Exploratory measurements behind the retrieval defaults (kept so every figure can be re-made)."""
