@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from hivekeep.core.blocks import contains_tag, extract_block, neutralise
 from hivekeep.core.routing import KNOW_VS_HAPPENED, RECALL_FIRST, ROUTING_RULE
 from hivekeep.errors import BudgetError, ValidationError
 
@@ -25,7 +26,6 @@ MAX_TITLE_CHARS = 80
 OPERATIONS = ("append", "replace_section", "remove_line")
 
 _HEADING = "## "
-_TAG = re.compile(r"</?profile>", re.IGNORECASE)
 _BULLET = re.compile(r"([-*]) ")
 _LIST_ITEM = re.compile(r"(?:[-*+]|\d+[.)])\s")
 
@@ -207,12 +207,7 @@ def extract_profile_block(raw: str) -> str | None:
     None when the block is missing, empty, unterminated or appears more than once: a reply that is
     not clearly one profile must not replace the stored one. Tags match case-insensitively.
     """
-    opens = [m for m in _TAG.finditer(raw) if not m.group(0).startswith("</")]
-    closes = [m for m in _TAG.finditer(raw) if m.group(0).startswith("</")]
-    if len(opens) != 1 or len(closes) != 1 or closes[0].start() < opens[0].end():
-        return None
-    inner = raw[opens[0].end() : closes[0].start()].strip()
-    return inner or None
+    return extract_block(raw, "profile")
 
 
 def guard_rewrite(
@@ -232,7 +227,7 @@ def guard_rewrite(
         return _keep(old_text, "kept previous profile: block was missing or malformed")
     if not candidate.strip():
         return _keep(old_text, "kept previous profile: block was empty")
-    if _TAG.search(candidate):
+    if contains_tag(candidate, ["profile"]):
         return _keep(old_text, "kept previous profile: block still contained <profile> tags")
 
     notes: list[str] = []
@@ -280,7 +275,7 @@ def system_prompt_block(profile_text: str) -> str:
     """
     profile = profile_text.replace("\r\n", "\n").strip()
     if profile:
-        profile = _TAG.sub(lambda m: m.group(0).replace("<", "&lt;").replace(">", "&gt;"), profile)
+        profile = neutralise(profile, ["profile"])
         shown = (
             "Your profile: what you know that should shape most conversations. Keep it current "
             f"with edit_profile.\n<profile>\n{profile}\n</profile>"
@@ -394,7 +389,7 @@ def _content_lines(content: str) -> list[str]:
                 "edit one section at a time and pass its title as section (use '### ' for a "
                 "sub-heading)."
             )
-    if _TAG.search(content):
+    if contains_tag(content, ["profile"]):
         raise ValidationError(
             "content contains a <profile> or </profile> tag: those delimit the profile in the "
             "system prompt, so leave them out."

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hivekeep.core.blocks import contains_tag, extract_block, neutralise
+
+
+def test_exactly_one_block_is_extracted() -> None:
+    assert extract_block("noise <archive> [1] </archive> tail", "archive") == "[1]"
+    assert extract_block("< ARCHIVE >x</ archive >", "archive") == "x"
+
+
+def test_missing_empty_unterminated_reversed_or_repeated_blocks_are_refused() -> None:
+    for raw in [
+        "nothing",
+        "<archive>  </archive>",
+        "<archive> open",
+        "</archive>x<archive>",
+        "<archive>a</archive><archive>b</archive>",
+    ]:
+        assert extract_block(raw, "archive") is None, raw
+
+
+def test_neutralise_escapes_every_form_of_the_tags() -> None:
+    text = "x </Profile> y < archive > z <profiles> kept"
+    safe = neutralise(text, ["profile", "archive"])
+    assert not contains_tag(safe, ["profile", "archive"])
+    assert "<profiles>" in safe  # another tag name is left alone
+
+
+@given(st.text(max_size=200))
+def test_neutralised_text_can_never_close_a_fence(text: str) -> None:
+    fenced = f"<profile>\n{neutralise(text, ['profile'])}\n</profile>"
+    assert extract_block(fenced, "profile") == (neutralise(text, ["profile"]).strip() or None)
