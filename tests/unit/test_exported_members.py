@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pkgutil
+
 import hivekeep
 
 
