@@ -1,1 +1,1 @@
-"""Providers behind small protocols: embedding models now, LLMs later."""
+"""Providers behind small protocols: embedding models and LLMs, each with a registry."""

@@ -7,20 +7,7 @@ import hivekeep
 
 def test_all_lists_exactly_the_public_names() -> None:
     public = {name for name in dir(hivekeep) if not name.startswith("_")}
-    modules = {
-        "agent",
-        "cli",
-        "config",
-        "core",
-        "errors",
-        "hive",
-        "providers",
-        "services",
-        "store",
-        "tools",
-        "types",
-        "views",
-    }
+    modules = {m.name for m in pkgutil.iter_modules(hivekeep.__path__)}
     assert set(hivekeep.__all__) == public - modules
 
 

@@ -1,0 +1,336 @@
+"""What the two SDK-backed providers share: settings, usage recording, and error translation.
+
+The OpenAI and Anthropic SDKs are generated from the same template, so their clients take the
+same settings (``api_key``, ``base_url``, ``timeout``, ``max_retries``) and raise the same family
+of exceptions (a base, a status error with ``status_code`` and ``body``, a connection error and a
+timeout below it). ``SDKChatLLM`` owns everything around the wire call; a provider implements
+``_complete`` and ``_stream`` (one SDK call each, converting to and from hivekeep's types) and
+``_close``.
+
+Retries with exponential backoff are the SDKs' own: ``max_retries`` (default 3) retries of
+timeouts, connection errors, 408, 409, 429 and 5xx, honouring the server's ``retry-after-ms`` and
+``retry-after`` headers; other 4xx fail at once. Every failure becomes a ``ProviderError`` naming
+the provider, model, HTTP status and the server's own message, with the API key redacted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, ClassVar, NamedTuple, Self
+
+from hivekeep.errors import ProviderError, ValidationError
+from hivekeep.providers.llm.base import (
+    CallSite,
+    Completion,
+    Message,
+    StreamEvent,
+    UsageLog,
+    check_call_site,
+)
+from hivekeep.providers.llm.context_windows import context_window_for
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 120.0  # seconds per attempt; a long answer from a slow local model fits
+DEFAULT_MAX_RETRIES = 3
+_MAX_MESSAGE_CHARS = 500
+_MIN_REDACTED_KEY_CHARS = 8  # shorter "keys" (placeholders) would mangle ordinary words
+_RETRIED_STATUSES = {408, 409, 429}  # and every 5xx: what the SDKs retry
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a provider lives and how it authenticates: the data a preset differs by."""
+
+    provider: str  # the registry name, the part of a spec before ':'
+    display_name: str
+    default_base_url: str
+    api_key_env: str | None  # None: the server takes no key
+    base_url_env: str | None = None
+    key_required: bool = True
+    env_url_path: str = ""  # appended to a base URL read from base_url_env (OLLAMA_HOST: "/v1")
+
+
+class SDKErrors(NamedTuple):
+    """One SDK's exception classes, by role (the SDKs share the shape, not the classes)."""
+
+    base: type[Exception]
+    status: type[Exception]
+    connection: type[Exception]
+    timeout: type[Exception]
+
+
+class SDKChatLLM(ABC):
+    """Base of the SDK-backed LLMs: construction checks, usage log, errors, ``complete``/``stream``.
+
+    A provider sets ``sdk_errors`` and implements ``_complete``, ``_stream`` and ``_close``. Use
+    as a context manager, or call ``close()``, to release connections.
+    """
+
+    sdk_errors: ClassVar[SDKErrors]
+    default_max_tokens: ClassVar[int | None] = None  # None: let the server decide
+
+    def __init__(
+        self,
+        model: str,
+        endpoint: Endpoint,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        context_window: int | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_tokens: int | None = None,
+        usage_log: UsageLog | None = None,
+    ) -> None:
+        model = model.strip()
+        if not model:
+            raise ValidationError(
+                f"The {endpoint.display_name} LLM spec names no model; "
+                f"use '{endpoint.provider}:<model>'."
+            )
+        _check_limits(timeout, max_retries, max_tokens)
+        self.model = model
+        self.endpoint = endpoint
+        self._api_key = self._resolve_key(api_key)
+        self.base_url = self._resolve_base_url(base_url)
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.max_tokens = max_tokens if max_tokens is not None else self.default_max_tokens
+        self.usage_log = usage_log if usage_log is not None else UsageLog()
+        self._context_window = context_window_for(model, context_window)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.endpoint.provider}:{self.model}"
+
+    @property
+    def context_window(self) -> int:
+        return self._context_window
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+        call_site: CallSite = "chat",
+    ) -> Completion:
+        """One answer to ``messages``; its usage is recorded under ``call_site``."""
+        site = self._check_call(messages, max_tokens, timeout, call_site)
+        with self._translated_errors(timeout):
+            completion = self._complete(
+                list(messages), tools or None, self._max_tokens(max_tokens), timeout, site
+            )
+        self._record(completion)
+        return completion
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+        call_site: CallSite = "chat",
+    ) -> Iterator[StreamEvent]:
+        """``TextDelta``s as the text arrives, then the whole ``Completion``."""
+        site = self._check_call(messages, max_tokens, timeout, call_site)
+        with self._translated_errors(timeout):
+            events = self._stream(
+                list(messages), tools or None, self._max_tokens(max_tokens), timeout, site
+            )
+            for event in events:
+                if isinstance(event, Completion):
+                    self._record(event)
+                yield event
+
+    def close(self) -> None:
+        self._close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- what a provider implements ---------------------------------------------------------
+
+    @abstractmethod
+    def _complete(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        timeout: float | None,
+        call_site: CallSite,
+    ) -> Completion: ...
+
+    @abstractmethod
+    def _stream(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        timeout: float | None,
+        call_site: CallSite,
+    ) -> Iterator[StreamEvent]: ...
+
+    @abstractmethod
+    def _close(self) -> None: ...
+
+    # -- machinery ---------------------------------------------------------------------------
+
+    def _resolve_key(self, api_key: str | None) -> str | None:
+        env = self.endpoint.api_key_env
+        key = api_key or (os.environ.get(env) if env else None)
+        if not key and self.endpoint.key_required:
+            raise ValidationError(
+                f"The {self.endpoint.display_name} LLM needs an API key: set {env} "
+                "or pass api_key=."
+            )
+        return key or None
+
+    def _resolve_base_url(self, base_url: str | None) -> str:
+        env = self.endpoint.base_url_env
+        from_env = (os.environ.get(env) or "").strip().rstrip("/") if env else ""
+        if from_env and "://" not in from_env:
+            from_env = f"http://{from_env}"  # OLLAMA_HOST is commonly "host:port"
+        if from_env:
+            from_env += self.endpoint.env_url_path
+        url = ((base_url or "").strip() or from_env or self.endpoint.default_base_url).rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            raise ValidationError(
+                f"The {self.endpoint.display_name} base URL {url!r} is not an http(s) URL; "
+                "pass base_url='https://host/path'."
+            )
+        return url
+
+    def _check_call(
+        self,
+        messages: Sequence[Message],
+        max_tokens: int | None,
+        timeout: float | None,
+        call_site: str,
+    ) -> CallSite:
+        if not messages:
+            raise ValidationError("An LLM call needs at least one message; got none.")
+        _check_limits(timeout if timeout is not None else 1.0, 0, max_tokens)
+        return check_call_site(call_site)
+
+    def _max_tokens(self, max_tokens: int | None) -> int | None:
+        return max_tokens if max_tokens is not None else self.max_tokens
+
+    def _record(self, completion: Completion) -> None:
+        usage = completion.usage
+        logger.debug(
+            "%s %s call: %d prompt tokens (%d cached), %d completion tokens%s",
+            self.model_id,
+            usage.call_site,
+            usage.input_tokens,
+            usage.cached_input_tokens,
+            usage.output_tokens,
+            " (estimated)" if usage.estimated else "",
+        )
+        self.usage_log.record(usage)
+
+    @contextmanager
+    def _translated_errors(self, timeout: float | None) -> Iterator[None]:
+        """Turn the SDK's exceptions into ``ProviderError``s that say what happened."""
+        try:
+            yield
+        except self.sdk_errors.base as exc:
+            error = self._error(self._describe(exc, timeout))
+            if self._redact(str(exc)) != str(exc):
+                raise error from None  # the server echoed the key: keep it out of tracebacks
+            raise error from exc
+
+    def _describe(self, exc: Exception, timeout: float | None) -> str:
+        errors = self.sdk_errors
+        attempts = self.max_retries + 1
+        tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
+        if isinstance(exc, errors.timeout):
+            seconds = timeout if timeout is not None else self.timeout
+            return f"timed out after {seconds:g} s ({tries})"
+        if isinstance(exc, errors.connection):
+            cause = exc.__cause__ or exc
+            return f"could not reach {self.base_url} ({type(cause).__name__}: {cause}; {tries})"
+        if isinstance(exc, errors.status):
+            status = int(getattr(exc, "status_code", 0))
+            hint = ""
+            if status in (401, 403) and self.endpoint.api_key_env:
+                hint = f" (check the key in {self.endpoint.api_key_env})"
+            elif status == 404:
+                hint = " (check the model name and the base URL)"
+            retried = status in _RETRIED_STATUSES or status >= 500
+            message, kind = server_message(getattr(exc, "body", None), str(exc))
+            kind = f" {kind}" if kind else ""
+            return f"failed with HTTP {status}{kind}{hint}: {message}" + (
+                f"; gave up after {tries}" if retried and attempts > 1 else ""
+            )
+        return f"failed ({type(exc).__name__}: {_snippet(str(exc))})"
+
+    def _error(self, failure: str) -> ProviderError:
+        """A ``ProviderError`` for this model; providers also raise it for unusable replies."""
+        name = self.endpoint.display_name
+        message = f"{name} request for model {self.model!r} {failure.rstrip('.')}."
+        return ProviderError(self._redact(message))
+
+    def _redact(self, text: str) -> str:
+        key = self._api_key or ""
+        return text.replace(key, "[redacted]") if len(key) >= _MIN_REDACTED_KEY_CHARS else text
+
+
+def server_message(body: object, fallback: str) -> tuple[str, str | None]:
+    """The error text a server put in its reply body, and its error type when it gives one.
+
+    OpenAI-style bodies are ``{"error": {"message", "type"}}`` (the SDKs often pass the inner
+    object); Anthropic's ``{"type": "error", "error": {"type", "message"}}``; some compatible
+    servers send ``{"error": "text"}`` or ``{"detail": "text"}``.
+    """
+    found: object = None
+    kind: object = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            body = error
+        elif isinstance(error, str) and error:
+            found = error
+        if isinstance(body, dict):
+            found = found or body.get("message") or body.get("detail")
+            kind = body.get("type")
+    elif isinstance(body, str) and body.strip():
+        found = body
+    text = _snippet(str(found) if found else fallback) or "(empty body)"
+    return text, kind if isinstance(kind, str) and kind and kind != "error" else None
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_MESSAGE_CHARS else text[:_MAX_MESSAGE_CHARS] + "…"
+
+
+def _check_limits(timeout: float, max_retries: int, max_tokens: int | None) -> None:
+    if not timeout > 0:
+        raise ValidationError(f"timeout={timeout} is not a positive number of seconds.")
+    if max_retries < 0:
+        raise ValidationError(f"max_retries={max_retries} is negative; pass 0 to never retry.")
+    if max_tokens is not None and max_tokens < 1:
+        raise ValidationError(
+            f"max_tokens={max_tokens} is not positive; pass None for the default."
+        )

@@ -1,0 +1,204 @@
+"""Test doubles for code that uses hivekeep: ``ScriptedLLM``, an LLM that answers from a script.
+
+Like httpx's ``MockTransport``, it is public so that users test their own agents the way hivekeep
+tests itself: real storage, real embeddings, and only the remote model replaced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hivekeep.providers.llm.base import (
+    CallSite,
+    Completion,
+    Message,
+    StreamEvent,
+    TextDelta,
+    UsageLog,
+    check_call_site,
+    estimate_usage,
+)
+from hivekeep.providers.llm.context_windows import check_context_window
+
+ScriptedReply = (
+    str
+    | Completion
+    | BaseException
+    | Callable[[list[Message], list[dict[str, Any]] | None], str | Completion]
+)
+
+_STREAM_CHUNKS = 3
+
+
+class ScriptExhausted(AssertionError):
+    """The code under test made more LLM calls than the test scripted.
+
+    An ``AssertionError``, not a ``HivekeepError``, on purpose: hivekeep degrades gracefully on
+    provider failures (``except ProviderError``), which would hide an unexpected extra call; this
+    error is a bug in the test or the code, so nothing in hivekeep catches it and the test fails.
+    """
+
+
+@dataclass(frozen=True)
+class ScriptedCall:
+    """What one call to a ``ScriptedLLM`` received."""
+
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None
+    max_tokens: int | None
+    call_site: CallSite
+    timeout: float | None
+    streamed: bool
+
+    @property
+    def text(self) -> str:
+        """Every message's content, joined: handy for ``assert "..." in call.text``."""
+        return "\n".join(message.content for message in self.messages)
+
+
+class ScriptedLLM:
+    """An LLM that replies from a queue and records every call, for tests.
+
+    Each reply is used once, in order, and is one of: a string (the answer's text), a
+    ``Completion`` (e.g. with tool calls), an exception instance (raised, e.g.
+    ``ProviderError("down")`` to simulate an outage), or a callable that receives the messages
+    and tools and returns a string or a ``Completion`` (or raises). A call past the end of the
+    script raises ``ScriptExhausted`` (an ``AssertionError``). Usage is estimated with hivekeep's
+    tokenizer, unless a scripted ``Completion`` carries non-zero usage of its own; it is recorded
+    in ``usage_log`` under the call's site. ``stream`` yields the text in a few pieces::
+
+        llm = ScriptedLLM(["Hi! I'll remember that.", "You like tea."])
+        hive = Hive(path, llm=llm)
+        ...
+        assert len(llm.calls) == 2
+        assert "tea" in llm.calls[1].text
+        llm.enqueue(Completion(tool_calls=[ToolCall("call_1", "recall", {"query": "tea"})]))
+    """
+
+    def __init__(
+        self,
+        responses: Iterable[ScriptedReply] = (),
+        *,
+        context_window: int = 8192,
+        model_id: str = "scripted",
+    ) -> None:
+        self._model_id = model_id
+        self._context_window = check_context_window(context_window)
+        self._queue: deque[ScriptedReply] = deque(responses)
+        self._scripted = len(self._queue)
+        self._lock = threading.Lock()
+        self.calls: list[ScriptedCall] = []
+        self.usage_log = UsageLog()
+
+    def __repr__(self) -> str:
+        return f"ScriptedLLM({len(self.calls)} calls made, {self.remaining} replies left)"
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def context_window(self) -> int:
+        return self._context_window
+
+    @property
+    def remaining(self) -> int:
+        """Replies not used yet."""
+        return len(self._queue)
+
+    def enqueue(self, *responses: ScriptedReply) -> None:
+        """Add replies to the end of the script."""
+        with self._lock:
+            self._queue.extend(responses)
+            self._scripted += len(responses)
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+        call_site: CallSite = "chat",
+    ) -> Completion:
+        return self._answer(messages, tools, max_tokens, timeout, call_site, streamed=False)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+        call_site: CallSite = "chat",
+    ) -> Iterator[StreamEvent]:
+        completion = self._answer(messages, tools, max_tokens, timeout, call_site, streamed=True)
+        for piece in _pieces(completion.content, _STREAM_CHUNKS):
+            yield TextDelta(piece)
+        yield completion
+
+    def _answer(
+        self,
+        messages: Sequence[Message],
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        timeout: float | None,
+        call_site: CallSite,
+        *,
+        streamed: bool,
+    ) -> Completion:
+        site = check_call_site(call_site)
+        received = list(messages)
+        with self._lock:
+            self.calls.append(
+                ScriptedCall(received, tools, max_tokens, site, timeout, streamed=streamed)
+            )
+            if not self._queue:
+                raise ScriptExhausted(
+                    f"ScriptedLLM got call {len(self.calls)} ({site!r}) but only "
+                    f"{self._scripted} replies were scripted; enqueue() more."
+                )
+            reply = self._queue.popleft()
+        if isinstance(reply, BaseException):
+            raise reply
+        if callable(reply):
+            reply = reply(received, tools)
+        completion = reply if isinstance(reply, Completion) else Completion(content=reply)
+        completion = self._finish(completion, received, site)
+        self.usage_log.record(completion.usage)
+        return completion
+
+    def _finish(
+        self, completion: Completion, messages: list[Message], site: CallSite
+    ) -> Completion:
+        usage = completion.usage
+        if usage.input_tokens or usage.output_tokens:
+            usage = dataclasses.replace(usage, call_site=site)
+        else:
+            usage = estimate_usage(messages, completion.content, completion.tool_calls, site)
+        return dataclasses.replace(
+            completion, usage=usage, model=completion.model or self._model_id
+        )
+
+
+def _pieces(text: str, count: int) -> list[str]:
+    """``text`` cut at word boundaries into at most ``count`` pieces that join back to it."""
+    if not text:
+        return []
+    size = max(1, -(-len(text) // count))
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        end = text.find(" ", start + size)
+        end = len(text) if end == -1 else end + 1
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+__all__ = ["ScriptExhausted", "ScriptedCall", "ScriptedLLM", "ScriptedReply"]
