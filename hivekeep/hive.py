@@ -10,6 +10,7 @@ from types import TracebackType
 from hivekeep.agent import Agent
 from hivekeep.config import Settings
 from hivekeep.errors import EmbedderMismatch, ValidationError
+from hivekeep.events import EventBus
 from hivekeep.providers.base import Embedder
 from hivekeep.providers.embeddings.registry import create_embedder
 from hivekeep.services.archive import ArchiveService, Backfill, Progress
@@ -65,9 +66,12 @@ class Hive:
             self.store.close()
             raise
         defaults = self.settings.recall_defaults(getattr(embedder, "recall_defaults", None))
-        self.archive = ArchiveService(self.store, self.embeddings, self.settings.dedup_threshold)
+        self.events = EventBus()
+        self.archive = ArchiveService(
+            self.store, self.embeddings, self.settings.dedup_threshold, self.events
+        )
         self.recall_service = RecallService(self.store, self.embeddings, defaults)
-        self.profiles = ProfileService(self.store, self.settings.profile_max_tokens)
+        self.profiles = ProfileService(self.store, self.settings.profile_max_tokens, self.events)
         if not switch_embedder and self.store.count_pending():
             self.archive.backfill(limit=BACKFILL_ON_OPEN)  # switching: reembed() shows progress
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from hivekeep.core.text import embedding_text, normalise_text
 from hivekeep.errors import ProviderError
+from hivekeep.events import EventBus
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.store.base import (
     KEEP,
@@ -40,10 +41,17 @@ class Backfill:
 
 
 class ArchiveService:
-    def __init__(self, store: Store, embeddings: EmbeddingService, dedup_threshold: float) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embeddings: EmbeddingService,
+        dedup_threshold: float,
+        events: EventBus,
+    ) -> None:
         self.store = store
         self.embeddings = embeddings
         self.dedup_threshold = dedup_threshold
+        self.events = events
 
     def memorize_many(
         self, memories: Sequence[NewMemory], *, batch_size: int = 256
@@ -68,7 +76,13 @@ class ArchiveService:
             for memory, vector in zip(memories, vectors, strict=True)
         ]
         inserted = self.store.insert_memories(writes, dedup_threshold=self.dedup_threshold)
+        for record, duplicate in inserted:
+            if not duplicate:
+                self._publish("memory:created", record)
         return [Memorized(record, duplicate) for record, duplicate in inserted]
+
+    def _publish(self, event: str, memory: MemoryRecord) -> None:
+        self.events.publish(event, memory.agent_id, memory_id=memory.id, scope=memory.scope.value)
 
     def update(self, agent_id: int, memory_id: int, changes: MemoryChanges) -> MemoryRecord:
         """Owner-only update; re-embeds only when the embedded text changed."""
@@ -81,12 +95,16 @@ class ArchiveService:
         if new_text != old_text:
             vector = self.embeddings.try_embed_one(new_text)
         text_key = None if isinstance(changes.content, _Keep) else normalise_text(content)
-        return self.store.update_memory(
+        updated = self.store.update_memory(
             memory_id, agent_id, changes, text_key=text_key, vector=vector
         )
+        self._publish("memory:updated", updated)
+        return updated
 
     def forget(self, agent_id: int, memory_id: int) -> None:
+        memory = self.store.get_memory(memory_id, agent_id)
         self.store.delete_memory(memory_id, agent_id)
+        self._publish("memory:deleted", memory)
 
     def list(
         self, agent_id: int, filters: MemoryFilter, limit: int, offset: int

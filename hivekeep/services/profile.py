@@ -5,15 +5,27 @@ from __future__ import annotations
 from hivekeep.core import profile as doc
 from hivekeep.core.tokens import count_tokens
 from hivekeep.errors import ConflictError
+from hivekeep.events import EventBus
 from hivekeep.store.base import ProfileRecord, Store
 
 CAS_ATTEMPTS = 5
 
 
 class ProfileService:
-    def __init__(self, store: Store, budget: int) -> None:
+    def __init__(self, store: Store, budget: int, events: EventBus) -> None:
         self.store = store
         self.budget = budget
+        self.events = events
+
+    def _saved(self, profile: ProfileRecord, source: str) -> ProfileRecord:
+        self.events.publish(
+            "profile:updated",
+            profile.agent_id,
+            revision=profile.revision,
+            tokens=profile.tokens,
+            source=source,
+        )
+        return profile
 
     def get(self, agent_id: int) -> ProfileRecord:
         return self.store.get_profile(agent_id)
@@ -27,13 +39,14 @@ class ProfileService:
             new_text = doc.apply_edit(current.text, section, operation, content, pin=pin)
             doc.check_edit_budget(current.text, new_text, self.budget, count_tokens)
             try:
-                return self.store.save_profile(
+                saved = self.store.save_profile(
                     agent_id,
                     new_text,
                     count_tokens(new_text),
                     expected_revision=current.revision,
                     manual=True,
                 )
+                return self._saved(saved, "edit_profile")
             except ConflictError:
                 continue
         raise ConflictError(
@@ -53,6 +66,7 @@ class ProfileService:
         text = doc.serialise(doc.parse(text))
         doc.check_edit_budget(current.text, text, self.budget, count_tokens)
         revision = current.revision if expected_revision is None else expected_revision
-        return self.store.save_profile(
+        saved = self.store.save_profile(
             agent_id, text, count_tokens(text), expected_revision=revision, manual=True
         )
+        return self._saved(saved, "user")
