@@ -17,7 +17,15 @@ def _sqlite(tmp_path: Path) -> Store:
     return SQLiteStore(tmp_path / "contract.db")
 
 
-BACKENDS: dict[str, Callable[[Path], Store]] = {"sqlite": _sqlite}
+def _sqlite_nocache(tmp_path: Path) -> Store:
+    """Every vector read answered by sqlite-vec itself, without the in-process cache."""
+    return SQLiteStore(tmp_path / "contract.db", vector_cache=False)
+
+
+BACKENDS: dict[str, Callable[[Path], Store]] = {
+    "sqlite": _sqlite,
+    "sqlite-nocache": _sqlite_nocache,
+}
 
 
 @pytest.fixture(params=sorted(BACKENDS))

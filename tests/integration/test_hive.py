@@ -89,10 +89,16 @@ def test_new_file_is_at_latest_schema_and_newer_is_refused(db_path: Path, table)
 def test_older_file_is_migrated_on_open(db_path: Path, table, monkeypatch) -> None:
     monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
     monkeypatch.setattr(migrations, "LATEST", 1)
-    with Hive(db_path, embedder=table, settings=Settings()) as hive:  # a version-1 file
-        hive.create_agent("alice").memorize_many(
-            [{"content": "Sold the old car", "category": "fact", "created_at": "2023-05-08"}]
-        )
+    conn = apsw.Connection(str(db_path))  # a version-1 file, written as version 1 wrote it
+    migrations.migrate(conn, "2023-05-08T00:00:00.000000Z")
+    conn.execute(
+        "INSERT INTO agents(name, created_at, updated_at) VALUES ('alice', 'x', 'x');"
+        "INSERT INTO profiles(agent_id, created_at, updated_at) VALUES (1, 'x', 'x');"
+        "INSERT INTO memories(agent_id, author_name, content, text_key, category, created_at, "
+        "updated_at) VALUES (1, 'alice', 'Sold the old car', 'sold the old car', 'fact', "
+        "'2023-05-08T00:00:00.000000Z', 'x')"
+    )
+    conn.close()
     monkeypatch.undo()
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
         agent = hive.get_agent("alice")
@@ -100,7 +106,7 @@ def test_older_file_is_migrated_on_open(db_path: Path, table, monkeypatch) -> No
             "Sold the old car"
         ]  # found through the date indexed by m002
     conn = apsw.Connection(str(db_path))
-    assert migrations.current_version(conn) == migrations.LATEST == 2
+    assert migrations.current_version(conn) == migrations.LATEST == 3
     assert migrations.pending(conn) == []
 
 

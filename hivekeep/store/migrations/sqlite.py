@@ -151,10 +151,24 @@ def m002_fts_context(conn: Connection) -> None:
     )
 
 
+def m003_vector_log(conn: Connection) -> None:
+    """A change log of the vector index, so each process's in-memory vector cache stays coherent.
+
+    Every change to ``memory_vec`` appends the memory's id here in the same transaction (id 0: the
+    whole embedding space was reset). A cache that remembers the last ``seq`` it applied re-reads
+    only the rows named since then. See ``hivekeep/store/vector_cache.py``.
+    """
+    conn.execute(
+        "CREATE TABLE vector_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "memory_id INTEGER NOT NULL)"
+    )
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 MIGRATIONS: list[Migration] = [
     (1, "initial", m001_initial),
     (2, "full text over source context and date", m002_fts_context),
+    (3, "change log of the vector index", m003_vector_log),
 ]
 LATEST = MIGRATIONS[-1][0]
 

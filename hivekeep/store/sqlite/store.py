@@ -1,12 +1,9 @@
-"""The embedded backend: one SQLite file with sqlite-vec (vectors) and FTS5 (full text).
+"""``SQLiteStore``: the ``Store`` on one SQLite file (apsw, WAL mode, versioned migrations).
 
 apsw is used instead of the stdlib ``sqlite3`` because it can always load extensions, whatever
-options the interpreter was built with. Vectors are stored as little-endian float32 BLOBs in a
-``vec0`` table whose metadata columns (audience, category, subject, created_at) let the KNN itself
-apply visibility and filters, so a busy hive never starves an agent's own results.
-
-``audience`` is the owner's agent id for a private memory and 0 for a shared one: an agent sees
-``audience IN (its id, 0)``, one constraint that sqlite-vec evaluates inside the KNN.
+options the interpreter was built with. The vector side (sqlite-vec's table, its change log and
+the in-process vector cache) lives in ``vectors.py``; this module owns the rows, full text and
+transactions.
 """
 
 from __future__ import annotations
@@ -38,6 +35,8 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.migrations import sqlite as migrations
+from hivekeep.store.sqlite.vectors import Duplicates, VectorIndex, filter_clauses
+from hivekeep.store.vector_cache import VectorCache
 from hivekeep.types import Category, EmbeddingState, Scope, Source
 
 BUSY_TIMEOUT_MS = 10_000
@@ -46,11 +45,6 @@ _MEMORY_COLUMNS = (
     "source, source_message_id, retrieval_count, last_retrieved_at, created_at, updated_at, "
     "embedding_state"
 )
-
-
-def encode_vector(vector: Vector) -> bytes:
-    """Little-endian float32 bytes, the format sqlite-vec reads."""
-    return np.asarray(vector, dtype="<f4").tobytes()
 
 
 def _memory(row: Sequence[Any]) -> MemoryRecord:
@@ -74,36 +68,17 @@ def _memory(row: Sequence[Any]) -> MemoryRecord:
     )
 
 
-def _audience(agent_id: int, scope: Scope) -> int:
-    return 0 if scope is Scope.SHARED else agent_id
-
-
-def _subject_key(subject: str | None) -> str:
-    return (subject or "").strip().casefold()
-
-
-def _filter_clauses(
-    filters: MemoryFilter, *, subject_column: str, prefix: str
-) -> tuple[list[str], dict[str, Any]]:
-    """SQL conditions for the category / subject / since filters (shared by both search arms)."""
-    clauses: list[str] = []
-    params: dict[str, Any] = {}
-    if filters.category is not None:
-        clauses.append(f"{prefix}category = :category")
-        params["category"] = filters.category.value
-    if filters.subject is not None:
-        clauses.append(f"{subject_column} = :subject")
-        params["subject"] = _subject_key(filters.subject)
-    if filters.since is not None:
-        clauses.append(f"{prefix}created_at >= :since")
-        params["since"] = filters.since
-    return clauses, params
-
-
 class SQLiteStore:
-    """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations)."""
+    """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations).
 
-    def __init__(self, path: str | Path) -> None:
+    ``vector_cache`` (default True) serves vector reads from an in-process copy of the index that
+    follows every writer's changes (see ``hivekeep/store/vector_cache.py``); False asks sqlite-vec
+    on every search instead (slower, no memory held).
+
+    >>> store = SQLiteStore("memory.db", vector_cache=False)   # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | Path, *, vector_cache: bool = True) -> None:
         self.path = str(path)
         self._lock = threading.RLock()
         try:
@@ -118,35 +93,47 @@ class SQLiteStore:
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
         migrations.migrate(self._conn, now_timestamp())
+        self._index = VectorIndex(self._conn, cached=vector_cache)
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
 
+    @property
+    def vector_cache(self) -> VectorCache | None:
+        """The in-process copy of the vector index (None when turned off), for inspection."""
+        return self._index.cache
+
     # plumbing ---------------------------------------------------------------------------------
     @contextmanager
     def atomic(self) -> Iterator[Any]:
-        """One write transaction (BEGIN IMMEDIATE), or a savepoint when already inside one."""
+        """One write transaction (BEGIN IMMEDIATE), or a savepoint when already inside one.
+
+        The vector cache hears how it ended: a rollback drops what it applied meanwhile.
+        """
         with self._lock:
             if not self._conn.in_transaction:
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
                     yield self._conn
+                    self._conn.execute("COMMIT")
                 except BaseException:
-                    self._conn.execute("ROLLBACK")
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    self._index.rolled_back()
                     raise
-                self._conn.execute("COMMIT")
+                self._index.committed()
             else:
-                with self._conn:  # apsw: a savepoint
-                    yield self._conn
+                try:
+                    with self._conn:  # apsw: a savepoint
+                        yield self._conn
+                except BaseException:
+                    self._index.rolled_back()
+                    raise
 
     def _read(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
         with self._lock:
             return list(self._conn.execute(sql, params))
-
-    def _has_vectors(self) -> bool:
-        rows = self._read("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'")
-        return bool(rows)
 
     # agents -----------------------------------------------------------------------------------
     def create_agent(self, name: str, role: str) -> AgentRecord:
@@ -194,13 +181,7 @@ class SQLiteStore:
         if space.dimension < 1:
             raise StoreError(f"Embedding dimension {space.dimension} is not positive.")
         with self.atomic() as conn:
-            conn.execute("DROP TABLE IF EXISTS memory_vec")
-            conn.execute(
-                f"""CREATE VIRTUAL TABLE memory_vec USING vec0(
-                    memory_id INTEGER PRIMARY KEY,
-                    embedding float[{int(space.dimension)}] distance_metric=cosine,
-                    audience INTEGER, category TEXT, subject TEXT, created_at TEXT)"""
-            )
+            self._index.reset(space.dimension)
             conn.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?), "
                 "('embedding_dim', ?)",
@@ -209,51 +190,19 @@ class SQLiteStore:
             conn.execute("UPDATE memories SET embedding_state = 'pending', embedding_model = NULL")
             return int(conn.changes())
 
-    def _write_vector(self, conn: Any, memory: MemoryRecord, vector: Vector | None) -> None:
-        """Replace the memory's vector row (or remove it and mark the memory pending)."""
-        conn.execute("DELETE FROM memory_vec WHERE memory_id = ?", (memory.id,))
-        model = conn.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
-        if vector is None or model is None:
-            conn.execute(
-                "UPDATE memories SET embedding_state = 'pending', embedding_model = NULL "
-                "WHERE id = ?",
-                (memory.id,),
-            )
-            return
-        try:
-            conn.execute(
-                "INSERT INTO memory_vec(memory_id, embedding, audience, category, subject, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    memory.id,
-                    encode_vector(vector),
-                    _audience(memory.agent_id, memory.scope),
-                    memory.category.value,
-                    _subject_key(memory.subject),
-                    memory.created_at,
-                ),
-            )
-        except apsw.SQLError as exc:
-            raise StoreError(f"The vector index refused memory {memory.id}: {exc}.") from exc
-        conn.execute(
-            "UPDATE memories SET embedding_state = 'ready', embedding_model = ? WHERE id = ?",
-            (model[0], memory.id),
-        )
-
     # memories ---------------------------------------------------------------------------------
     def insert_memories(
         self, writes: Sequence[MemoryWrite], *, dedup_threshold: float
     ) -> list[tuple[MemoryRecord, bool]]:
         results: list[tuple[MemoryRecord, bool]] = []
         with self.atomic() as conn:
+            duplicates = self._index.duplicates(writes, dedup_threshold)
             authors: dict[int, str] = {}
-            for write in writes:
+            for index, write in enumerate(writes):
                 memory = write.memory
                 if memory.agent_id not in authors:
                     authors[memory.agent_id] = self.get_agent(memory.agent_id).name
-                duplicate = self._find_duplicate(
-                    conn, memory.agent_id, write.text_key, write.vector, dedup_threshold
-                )
+                duplicate = self._find_duplicate(conn, write, index, duplicates)
                 if duplicate is not None:
                     results.append((self.get_memory(duplicate, memory.agent_id), True))
                     continue
@@ -279,26 +228,24 @@ class SQLiteStore:
                     ),
                 )
                 record = self.get_memory(conn.last_insert_rowid(), memory.agent_id)
-                self._write_vector(conn, record, write.vector)
+                self._index.write(record, write.vector, new=True)
+                duplicates.inserted(index, record)
                 results.append((self.get_memory(record.id, memory.agent_id), False))
         return results
 
+    @staticmethod
     def _find_duplicate(
-        self, conn: Any, agent_id: int, text_key: str, vector: Vector | None, threshold: float
+        conn: Any, write: MemoryWrite, index: int, duplicates: Duplicates
     ) -> int | None:
+        """The same text among the author's visible memories, else the closest similar vector."""
         row = conn.execute(
             "SELECT id FROM memories WHERE text_key = ? AND (agent_id = ? OR scope = 'shared') "
             "ORDER BY id LIMIT 1",
-            (text_key, agent_id),
+            (write.text_key, write.memory.agent_id),
         ).fetchone()
         if row:
             return int(row[0])
-        if vector is None or not self._has_vectors():
-            return None
-        hits = self.vector_search(agent_id, vector, 1, MemoryFilter())
-        if hits and hits[0][1] >= threshold:
-            return hits[0][0]
-        return None
+        return duplicates.best(index)
 
     def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
         rows = self._read(
@@ -344,46 +291,22 @@ class SQLiteStore:
             )
             record = self.get_memory(memory_id, owner_id)
             if not isinstance(vector, _Keep):
-                self._write_vector(conn, record, vector)
+                self._index.write(record, vector)
             elif record.embedding_state is EmbeddingState.READY:
-                conn.execute(
-                    "UPDATE memory_vec SET audience = ?, category = ?, subject = ? "
-                    "WHERE memory_id = ?",
-                    (
-                        _audience(record.agent_id, record.scope),
-                        record.category.value,
-                        _subject_key(record.subject),
-                        memory_id,
-                    ),
-                )
+                self._index.update_metadata(record)
             return self.get_memory(memory_id, owner_id)
 
     def delete_memory(self, memory_id: int, owner_id: int) -> None:
         with self.atomic() as conn:
             self._owned(memory_id, owner_id)
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-            if self._has_vectors():
-                conn.execute("DELETE FROM memory_vec WHERE memory_id = ?", (memory_id,))
+            self._index.delete(memory_id)
 
     def vector_search(
         self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
     ) -> list[tuple[int, float]]:
-        if not self._has_vectors():
-            return []
-        # The vec0 metadata columns hold the subject already trimmed and case-folded.
-        clauses, params = _filter_clauses(filters, subject_column="subject", prefix="")
-        clauses = ["embedding MATCH :vector", "k = :k", "audience IN (:viewer, 0)", *clauses]
-        params |= {"vector": encode_vector(vector), "k": k, "viewer": viewer_id}
-        try:
-            rows = self._read(
-                f"SELECT memory_id, distance FROM memory_vec WHERE {' AND '.join(clauses)} "
-                "ORDER BY distance",
-                params,
-            )
-        except apsw.SQLError as exc:
-            raise StoreError(f"The vector index refused the query vector: {exc}.") from exc
-        # sqlite-vec's cosine distance is 1 - cosine similarity.
-        return [(int(memory_id), 1.0 - float(distance)) for memory_id, distance in rows]
+        with self._lock:
+            return self._index.search(viewer_id, vector, k, filters)
 
     @staticmethod
     def _filter_sql(viewer_id: int, filters: MemoryFilter) -> tuple[str, dict[str, Any]]:
@@ -394,7 +317,7 @@ class SQLiteStore:
             visibility = "m.agent_id = :viewer AND m.scope = 'private'"
         else:
             visibility = "(m.agent_id = :viewer OR m.scope = 'shared')"
-        clauses, params = _filter_clauses(
+        clauses, params = filter_clauses(
             filters, subject_column="lower(trim(m.subject))", prefix="m."
         )
         return " AND ".join([visibility, *clauses]), {**params, "viewer": viewer_id}
@@ -413,15 +336,8 @@ class SQLiteStore:
         return [int(row[0]) for row in rows]
 
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-        if not ids or not self._has_vectors():
-            return {}
-        marks = ", ".join("?" for _ in ids)
-        rows = self._read(
-            f"SELECT memory_id, embedding FROM memory_vec WHERE memory_id IN ({marks}) "
-            "AND audience IN (?, 0)",
-            (*ids, viewer_id),
-        )
-        return {int(i): np.frombuffer(blob, dtype="<f4").astype(np.float32) for i, blob in rows}
+        with self._lock:
+            return self._index.vectors(viewer_id, ids)
 
     def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
         if not ids:
@@ -429,7 +345,7 @@ class SQLiteStore:
         marks = ", ".join("?" for _ in ids)
         rows = self._read(
             f"SELECT {_MEMORY_COLUMNS} FROM memories "
-            f"WHERE id IN ({marks}) AND (agent_id = ? OR scope = 'shared')",
+            f"WHERE id IN ({marks}) AND (+agent_id = ? OR scope = 'shared')",
             (*ids, viewer_id),
         )
         return {row[0]: _memory(row) for row in rows}
@@ -474,7 +390,7 @@ class SQLiteStore:
             ).fetchone()
             if row is None:
                 return False
-            self._write_vector(conn, _memory(row), vector)
+            self._index.write(_memory(row), vector)
             return True
 
     def count_pending(self) -> int:

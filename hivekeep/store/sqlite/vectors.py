@@ -1,0 +1,289 @@
+"""The vector side of the SQLite store: sqlite-vec's ``memory_vec``, its change log, and search.
+
+Vectors are stored as little-endian float32 BLOBs in a ``vec0`` table whose metadata columns
+(audience, category, subject, created_at) let a KNN apply visibility and filters itself, so a busy
+hive never starves an agent's own results. ``audience`` is the owner's agent id for a private
+memory and 0 for a shared one: an agent sees ``audience IN (its id, 0)``.
+
+Every write goes to ``memory_vec`` and to ``vector_log`` in the caller's transaction. Reads go to
+the in-process ``VectorCache`` (see hivekeep/store/vector_cache.py), or to sqlite-vec itself when
+the cache is off; both answer with the same ids and similarities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from hivekeep.errors import StoreError
+from hivekeep.store.base import MemoryFilter, MemoryRecord, MemoryWrite, Vector
+from hivekeep.store.vector_cache import (
+    RESET,
+    VectorCache,
+    VectorRow,
+    append_log,
+    audience,
+    subject_key,
+)
+
+NO_FILTER = MemoryFilter()
+
+
+def encode_vector(vector: Vector) -> bytes:
+    """Little-endian float32 bytes, the format sqlite-vec reads."""
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def filter_clauses(
+    filters: MemoryFilter, *, subject_column: str, prefix: str
+) -> tuple[list[str], dict[str, Any]]:
+    """SQL conditions for the category / subject / since filters (shared by both search arms)."""
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    if filters.category is not None:
+        clauses.append(f"{prefix}category = :category")
+        params["category"] = filters.category.value
+    if filters.subject is not None:
+        clauses.append(f"{subject_column} = :subject")
+        params["subject"] = subject_key(filters.subject)
+    if filters.since is not None:
+        clauses.append(f"{prefix}created_at >= :since")
+        params["since"] = filters.since
+    return clauses, params
+
+
+class Duplicates(Protocol):
+    """Finds, write by write, the most similar visible vector of one batch of inserts."""
+
+    def best(self, index: int) -> int | None:
+        """The memory that write ``index`` duplicates by vector, if any."""
+        ...
+
+    def inserted(self, index: int, memory: MemoryRecord) -> None:
+        """Write ``index`` was stored as ``memory``: later writes must see it."""
+        ...
+
+
+class VectorIndex:
+    """``memory_vec`` and its change log on one connection; the caller holds the lock."""
+
+    def __init__(self, conn: Any, *, cached: bool) -> None:
+        self._conn = conn
+        self.cache = VectorCache() if cached else None
+
+    def exists(self) -> bool:
+        return bool(
+            self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'").fetchone()
+        )
+
+    def _logged(self, memory_id: int, row: VectorRow | None) -> None:
+        seq = append_log(self._conn, memory_id)
+        if self.cache is not None:
+            self.cache.changed(self._conn, seq, memory_id, row)
+
+    def committed(self) -> None:
+        if self.cache is not None:
+            self.cache.committed()
+
+    def rolled_back(self) -> None:
+        if self.cache is not None:
+            self.cache.rolled_back()
+
+    # writes (inside the caller's transaction) ------------------------------------------------
+    def reset(self, dimension: int) -> None:
+        self._conn.execute("DROP TABLE IF EXISTS memory_vec")
+        self._conn.execute(
+            f"""CREATE VIRTUAL TABLE memory_vec USING vec0(
+                memory_id INTEGER PRIMARY KEY,
+                embedding float[{int(dimension)}] distance_metric=cosine,
+                audience INTEGER, category TEXT, subject TEXT, created_at TEXT)"""
+        )
+        self._logged(RESET, None)
+
+    def write(self, memory: MemoryRecord, vector: Vector | None, *, new: bool = False) -> None:
+        """Replace the memory's vector (or remove it and mark the memory pending).
+
+        ``new``: the memory was just inserted, so it has no vector row to replace.
+        """
+        if not new:
+            self._conn.execute("DELETE FROM memory_vec WHERE memory_id = ?", (memory.id,))
+        model = self._conn.execute(
+            "SELECT value FROM meta WHERE key = 'embedding_model'"
+        ).fetchone()
+        if vector is None or model is None:
+            self._conn.execute(
+                "UPDATE memories SET embedding_state = 'pending', embedding_model = NULL "
+                "WHERE id = ?",
+                (memory.id,),
+            )
+            if not new:
+                self._logged(memory.id, None)
+            return
+        row = VectorRow(
+            memory.id,
+            np.asarray(vector, dtype=np.float32),
+            audience(memory.agent_id, memory.scope),
+            memory.category.value,
+            subject_key(memory.subject),
+            memory.created_at,
+        )
+        try:
+            self._conn.execute(
+                "INSERT INTO memory_vec(memory_id, embedding, audience, category, subject, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    row.memory_id,
+                    encode_vector(row.vector),
+                    row.audience,
+                    row.category,
+                    row.subject,
+                    row.created_at,
+                ),
+            )
+        except apsw.SQLError as exc:
+            raise StoreError(f"The vector index refused memory {memory.id}: {exc}.") from exc
+        self._conn.execute(
+            "UPDATE memories SET embedding_state = 'ready', embedding_model = ? WHERE id = ?",
+            (model[0], memory.id),
+        )
+        self._logged(memory.id, row)
+
+    def update_metadata(self, memory: MemoryRecord) -> None:
+        """Carry a changed scope, category or subject into the vector row."""
+        self._conn.execute(
+            "UPDATE memory_vec SET audience = ?, category = ?, subject = ? WHERE memory_id = ?",
+            (
+                audience(memory.agent_id, memory.scope),
+                memory.category.value,
+                subject_key(memory.subject),
+                memory.id,
+            ),
+        )
+        self._logged(memory.id, None)
+
+    def delete(self, memory_id: int) -> None:
+        if self.exists():
+            self._conn.execute("DELETE FROM memory_vec WHERE memory_id = ?", (memory_id,))
+            self._logged(memory_id, None)
+
+    # reads --------------------------------------------------------------------------------------
+    def search(
+        self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
+    ) -> list[tuple[int, float]]:
+        if self.cache is not None:
+            self.cache.refresh(self._conn)
+            return self.cache.search(viewer_id, vector, k, filters)
+        if not self.exists():
+            return []
+        # The vec0 metadata columns hold the subject already trimmed and case-folded.
+        clauses, params = filter_clauses(filters, subject_column="subject", prefix="")
+        clauses = ["embedding MATCH :vector", "k = :k", "audience IN (:viewer, 0)", *clauses]
+        params |= {"vector": encode_vector(vector), "k": k, "viewer": viewer_id}
+        try:
+            rows = self._conn.execute(
+                f"SELECT memory_id, distance FROM memory_vec WHERE {' AND '.join(clauses)} "
+                "ORDER BY distance",
+                params,
+            ).fetchall()
+        except apsw.SQLError as exc:
+            raise StoreError(f"The vector index refused the query vector: {exc}.") from exc
+        # sqlite-vec's cosine distance is 1 - cosine similarity; equal distances go by id.
+        rows.sort(key=lambda row: (row[1], row[0]))
+        return [(int(memory_id), 1.0 - float(distance)) for memory_id, distance in rows]
+
+    def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        if self.cache is not None:
+            self.cache.refresh(self._conn)
+            return self.cache.vectors(viewer_id, ids)
+        if not ids or not self.exists():
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        rows = self._conn.execute(
+            f"SELECT memory_id, embedding FROM memory_vec WHERE memory_id IN ({marks}) "
+            "AND audience IN (?, 0)",
+            (*ids, viewer_id),
+        )
+        return {int(i): np.frombuffer(blob, dtype="<f4").astype(np.float32) for i, blob in rows}
+
+    def duplicates(self, writes: Sequence[MemoryWrite], threshold: float) -> Duplicates:
+        """Dedup for one batch of inserts (call inside the insert's transaction)."""
+        if self.cache is None:
+            return _SearchDuplicates(self, writes, threshold)
+        self.cache.refresh(self._conn)
+        return _BatchDuplicates(self.cache, writes, threshold)
+
+
+class _SearchDuplicates:
+    """One sqlite-vec KNN per write; it sees the batch's earlier inserts through the table."""
+
+    def __init__(self, index: VectorIndex, writes: Sequence[MemoryWrite], threshold: float):
+        self._index = index
+        self._writes = writes
+        self._threshold = threshold
+
+    def best(self, index: int) -> int | None:
+        write = self._writes[index]
+        if write.vector is None:
+            return None
+        hits = self._index.search(write.memory.agent_id, write.vector, 1, NO_FILTER)
+        return hits[0][0] if hits and hits[0][1] >= self._threshold else None
+
+    def inserted(self, index: int, memory: MemoryRecord) -> None:
+        """Nothing to do: the next KNN reads the new row from the table."""
+
+
+class _BatchDuplicates:
+    """The whole batch against the cached rows in one matrix product per author, then each write
+    against the batch's earlier inserts (a small matrix, grown as rows are inserted).
+    """
+
+    def __init__(self, cache: VectorCache, writes: Sequence[MemoryWrite], threshold: float):
+        self._cache = cache
+        self._writes = writes
+        self._threshold = threshold
+        queries = {
+            i: (w.memory.agent_id, w.vector)
+            for i, w in enumerate(writes)
+            if w.vector is not None and cache.fits(w.vector)
+        }
+        matches = cache.best_matches(list(queries.values()), threshold)
+        self._before = dict(zip(queries, matches, strict=True))
+        self._count = 0
+        self._vectors = np.empty((len(queries), cache.dimension or 0), dtype=np.float32)
+        self._inverse_norms = np.empty(len(queries), dtype=np.float32)
+        self._ids = np.empty(len(queries), dtype=np.int64)
+        self._audiences = np.empty(len(queries), dtype=np.int64)
+
+    def best(self, index: int) -> int | None:
+        write = self._writes[index]
+        if write.vector is None or self._cache.dimension is None:
+            return None  # no vector, or no embedding space yet: the row is stored as pending
+        if index not in self._before:
+            raise self._cache.refusal(write.vector)
+        match = self._before[index]
+        count = self._count
+        if count:
+            query = np.asarray(write.vector, dtype=np.float32)
+            scores = self._vectors[:count] @ query
+            scores *= self._inverse_norms[:count] / np.sqrt(query @ query)
+            audiences = self._audiences[:count]
+            visible = (audiences == write.memory.agent_id) | (audiences == 0)
+            scores[~visible] = -np.inf
+            top = float(scores.max())
+            if top >= self._threshold and (match is None or top > match[1]):
+                match = (int(self._ids[:count][scores == top].min()), top)
+        return None if match is None else match[0]
+
+    def inserted(self, index: int, memory: MemoryRecord) -> None:
+        if index not in self._before:
+            return  # stored as pending
+        vector = self._writes[index].vector
+        self._vectors[self._count] = vector
+        self._inverse_norms[self._count] = 1.0 / np.sqrt(self._vectors[self._count] @ vector)
+        self._ids[self._count] = memory.id
+        self._audiences[self._count] = audience(memory.agent_id, memory.scope)
+        self._count += 1

@@ -1,0 +1,347 @@
+"""An in-process copy of the vector index: exact KNN by matrix products, kept coherent by a log.
+
+sqlite-vec 0.1.x from PyPI scans without SIMD (about 80 ms for 100k 384-d vectors, where numpy's
+matrix-vector product takes about 8 ms). ``memory_vec`` stays the durable index: every write goes
+there, in the writer's transaction. This cache holds the same float32 vectors and filter columns in
+one matrix per audience (an agent's private memories, or 0 for shared ones), so a search multiplies
+only the rows its viewer may see. In a hive of ten agents that is a tenth of the file: measured at
+100k rows, 0.75 ms for one agent's 10k-row matrix against 4.9 ms to gather the same rows from a
+single matrix by a mask. Filters (category, subject, since) are boolean masks over those rows.
+
+Coherence across processes: every change to ``memory_vec`` appends the memory's id to
+``vector_log`` in the same transaction (``append_log``). Before a read the cache asks for
+``max(seq)``, one indexed lookup; when it moved, the cache re-reads the rows named since its own
+position (a missing row was deleted). It reloads everything instead when the embedding space was
+reset (``RESET``), when the log was pruned past its position, or when more than a tenth of its
+rows changed (re-reading a row costs about ten times what a full scan costs per row). A writer's
+own changes are applied at once, inside its transaction; a rollback drops the cache, which then
+reloads on the next read.
+
+Pruning rule: when ``seq`` reaches a multiple of ``PRUNE_EVERY``, entries older than the newest
+``LOG_KEEP`` are deleted and the cut is recorded in ``meta`` (``vector_log_pruned``), so the log
+never holds more than ``LOG_KEEP + PRUNE_EVERY`` entries. A cache further behind than that reloads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hivekeep.errors import StoreError
+from hivekeep.store.base import MemoryFilter, Vector
+from hivekeep.store.vector_matrix import CATEGORY_CODES, Matrix
+from hivekeep.types import Scope
+
+RESET = 0  # a log entry naming no memory: the embedding space was reset
+LOG_KEEP = 10_000
+PRUNE_EVERY = 1_000
+REPLAY_LIMIT = 1_000  # changed rows re-read one by one; past this and a tenth of the cache, reload
+_PRUNED_KEY = "vector_log_pruned"
+# Vectors from sqlite-vec, filter columns from their memories (written in the same transactions,
+# so equal to memory_vec's metadata columns; reading those from vec0 doubles the time of a load).
+_ROWS = (
+    "SELECT v.memory_id, v.embedding, m.agent_id, m.scope, m.category, m.subject, m.created_at "
+    "FROM memory_vec v JOIN memories m ON m.id = v.memory_id{where}"
+)
+
+
+@dataclass(frozen=True)
+class VectorRow:
+    """One row of ``memory_vec``: a memory's vector and the columns a search filters on."""
+
+    memory_id: int
+    vector: npt.NDArray[np.float32]
+    audience: int  # the owner's id for a private memory, 0 for a shared one
+    category: str
+    subject: str  # trimmed and case-folded, as filters compare it
+    created_at: str
+
+
+def subject_key(subject: str | None) -> str:
+    """A subject as the subject filter compares it: trimmed and case-folded."""
+    return (subject or "").strip().casefold()
+
+
+def audience(agent_id: int, scope: Scope) -> int:
+    """Who may see a memory: its owner's id when private, 0 (everyone) when shared."""
+    return 0 if scope is Scope.SHARED else agent_id
+
+
+def append_log(conn: Any, memory_id: int) -> int:
+    """Record a change of ``memory_vec`` (in the caller's transaction); prune by the rule above."""
+    conn.execute("INSERT INTO vector_log(memory_id) VALUES (?)", (memory_id,))
+    seq = int(conn.last_insert_rowid())
+    if seq % PRUNE_EVERY == 0 and seq > LOG_KEEP:
+        cut = seq - LOG_KEEP
+        conn.execute("DELETE FROM vector_log WHERE seq <= ?", (cut,))
+        conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (_PRUNED_KEY, str(cut))
+        )
+    return seq
+
+
+def _head(conn: Any) -> int:
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()[0])
+
+
+class VectorCache:
+    """Every vector of ``memory_vec`` in memory, grouped by audience; see the module docstring.
+
+    Not thread-safe by itself: its store calls it under the connection's lock.
+    """
+
+    def __init__(self) -> None:
+        self._position: int | None = None  # last log entry applied; None: not loaded
+        self._dimension: int | None = None
+        self._matrices: dict[int, Matrix] = {}
+        self._where: dict[int, int] = {}  # memory id -> audience
+        self._subjects: dict[str, int] = {}
+        self._dirty = False  # holds changes of a transaction that has not committed yet
+        self.loads = 0  # full loads so far (tests and benchmarks read it)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    # coherence ----------------------------------------------------------------------------------
+    def refresh(self, conn: Any) -> None:
+        """Catch up with the log; one indexed query when nothing changed."""
+        if self._position is not None and _head(conn) == self._position:
+            return
+        writing = conn.in_transaction
+        try:
+            with conn:  # one snapshot for the log and the rows it names
+                self._catch_up(conn, _head(conn))
+        except BaseException:
+            self.invalidate()
+            raise
+        self._dirty = self._dirty or writing
+
+    def _catch_up(self, conn: Any, head: int) -> None:
+        position = self._position
+        if position is None or head < position or position < self._pruned(conn):
+            self._load(conn, head)
+            return
+        changed = {
+            int(row[0])
+            for row in conn.execute(
+                "SELECT memory_id FROM vector_log WHERE seq > ? AND seq <= ?", (position, head)
+            )
+        }
+        if RESET in changed or len(changed) > max(REPLAY_LIMIT, len(self) // 10):
+            self._load(conn, head)
+            return
+        self._reread(conn, changed)
+        self._position = head
+
+    def changed(self, conn: Any, seq: int, memory_id: int, row: VectorRow | None) -> None:
+        """A change this process just logged as ``seq``; ``row`` None: re-read it from the file."""
+        self._dirty = True
+        if self._position is None:
+            return  # not loaded: the next read loads everything
+        if memory_id == RESET:
+            self.invalidate()
+        elif seq != self._position + 1:
+            self.refresh(conn)  # another process wrote since the last read: replay it all
+        else:
+            if row is None:
+                self._reread(conn, [memory_id])
+            else:
+                self._put(row)
+            self._position = seq
+
+    def committed(self) -> None:
+        self._dirty = False
+
+    def rolled_back(self) -> None:
+        """The transaction was undone: drop what it applied (everything, at worst)."""
+        if self._dirty:
+            self.invalidate()
+
+    def invalidate(self) -> None:
+        self._position = None
+        self._dimension = None
+        self._matrices = {}
+        self._where = {}
+        self._subjects = {}
+        self._dirty = False
+
+    def _pruned(self, conn: Any) -> int:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (_PRUNED_KEY,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def _load(self, conn: Any, head: int) -> None:
+        self.invalidate()
+        self.loads += 1
+        space = conn.execute("SELECT value FROM meta WHERE key = 'embedding_dim'").fetchone()
+        table = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'").fetchone()
+        if space is not None and table is not None:
+            self._dimension = int(space[0])
+            rows = list(conn.execute(_ROWS.format(where="")))
+            if rows:
+                self._load_rows(rows, self._dimension)
+        self._position = head
+
+    def _load_rows(self, rows: list[Any], dimension: int) -> None:
+        ids, blobs, agents, scopes, categories, subjects, created = zip(*rows, strict=True)
+        vectors = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(-1, dimension)
+        shared = np.asarray(scopes, dtype=object) == Scope.SHARED.value
+        audience = np.where(shared, 0, np.asarray(agents, dtype=np.int64))
+        memory_ids = np.asarray(ids, dtype=np.int64)
+        category_codes = np.asarray([CATEGORY_CODES[c] for c in categories], dtype=np.int8)
+        subject_codes = np.asarray(
+            [self._subject_code(subject_key(s)) for s in subjects], dtype=np.int32
+        )
+        created_at = np.asarray(created, dtype=str)
+        for value in np.unique(audience):
+            rows_of = np.flatnonzero(audience == value)
+            self._matrices[int(value)] = Matrix.from_arrays(
+                vectors[rows_of],
+                memory_ids[rows_of],
+                category_codes[rows_of],
+                subject_codes[rows_of],
+                created_at[rows_of],
+            )
+            self._where.update(dict.fromkeys(memory_ids[rows_of].tolist(), int(value)))
+
+    def _reread(self, conn: Any, memory_ids: Iterable[int]) -> None:
+        wanted = list(memory_ids)
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            found = {
+                row[0]: row
+                for row in conn.execute(
+                    _ROWS.format(where=f" WHERE v.memory_id IN ({marks})"), chunk
+                )
+            }
+            for memory_id in chunk:
+                row = found.get(memory_id)
+                if row is None:
+                    self._remove(memory_id)
+                else:
+                    vector = np.frombuffer(row[1], dtype="<f4").astype(np.float32)
+                    agent_id, scope, category, subject, created_at = row[2:]
+                    self._put(
+                        VectorRow(
+                            memory_id,
+                            vector,
+                            audience(agent_id, Scope(scope)),
+                            category,
+                            subject_key(subject),
+                            created_at,
+                        )
+                    )
+
+    # rows ---------------------------------------------------------------------------------------
+    def _subject_code(self, subject: str) -> int:
+        return self._subjects.setdefault(subject, len(self._subjects))
+
+    def _put(self, row: VectorRow) -> None:
+        if self._dimension is None:
+            self._dimension = len(row.vector)
+        if self._where.get(row.memory_id) != row.audience:
+            self._remove(row.memory_id)
+        matrix = self._matrices.get(row.audience)
+        if matrix is None:
+            matrix = self._matrices[row.audience] = Matrix(self._dimension)
+        matrix.put(
+            row.memory_id,
+            row.vector,
+            CATEGORY_CODES[row.category],
+            self._subject_code(row.subject),
+            row.created_at,
+        )
+        self._where[row.memory_id] = row.audience
+
+    def _remove(self, memory_id: int) -> None:
+        audience = self._where.pop(memory_id, None)
+        if audience is not None:
+            self._matrices[audience].remove(memory_id)
+
+    # reads --------------------------------------------------------------------------------------
+    def _audiences(self, viewer_id: int) -> list[Matrix]:
+        return [
+            matrix
+            for audience in dict.fromkeys((viewer_id, 0))
+            if (matrix := self._matrices.get(audience)) is not None and len(matrix)
+        ]
+
+    @property
+    def dimension(self) -> int | None:
+        return self._dimension
+
+    def fits(self, vector: Vector) -> bool:
+        return np.shape(vector) == (self._dimension,)
+
+    def refusal(self, vector: Vector) -> StoreError:
+        return StoreError(
+            f"The vector index refused a vector of shape {np.shape(vector)}: this hive's "
+            f"vectors have {self._dimension} dimensions."
+        )
+
+    def _query(self, vector: Vector) -> npt.NDArray[np.float32]:
+        if not self.fits(vector):
+            raise self.refusal(vector)
+        return np.asarray(vector, dtype=np.float32)
+
+    def search(
+        self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
+    ) -> list[tuple[int, float]]:
+        """(memory id, cosine similarity), best first and ties by id, as ``memory_vec`` answers."""
+        if self._dimension is None or k < 1:
+            return []
+        query = self._query(vector)
+        subject = (
+            None if filters.subject is None else self._subjects.get(subject_key(filters.subject))
+        )
+        if filters.subject is not None and subject is None:
+            return []  # no cached row has that subject
+        scores: list[npt.NDArray[np.float32]] = []
+        ids: list[npt.NDArray[np.int64]] = []
+        for matrix in self._audiences(viewer_id):
+            found_ids, found_scores = matrix.nearest(query, k, filters, subject)
+            ids.append(found_ids)
+            scores.append(found_scores)
+        if not ids:
+            return []
+        all_ids, all_scores = np.concatenate(ids), np.concatenate(scores)
+        order = np.lexsort((all_ids, -all_scores))[:k]
+        return [(int(all_ids[i]), float(all_scores[i])) for i in order]
+
+    def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """Stored vectors of the visible memories among ``ids``."""
+        found: dict[int, npt.NDArray[np.float32]] = {}
+        for memory_id in ids:
+            audience = self._where.get(memory_id)
+            if audience is not None and audience in (viewer_id, 0):
+                found[memory_id] = self._matrices[audience].vector(memory_id)
+        return found
+
+    def best_matches(
+        self, queries: Sequence[tuple[int, Vector]], threshold: float
+    ) -> list[tuple[int, float] | None]:
+        """For each (viewer id, vector): the most similar visible row, ties by smallest id.
+
+        One matrix product per viewer and audience, for a whole batch of inserts (dedup); the
+        tie-break is only worked out for matches at or above ``threshold``, the ones that count.
+        """
+        best: list[tuple[int, float] | None] = [None] * len(queries)
+        if self._dimension is None:
+            return best
+        by_viewer: dict[int, list[int]] = {}
+        for index, (viewer_id, _) in enumerate(queries):
+            by_viewer.setdefault(viewer_id, []).append(index)
+        for viewer_id, indexes in by_viewer.items():
+            block = np.stack([self._query(queries[i][1]) for i in indexes])
+            for matrix in self._audiences(viewer_id):
+                for index, match in zip(indexes, matrix.best_rows(block, threshold), strict=True):
+                    current = best[index]
+                    if match is not None and (
+                        current is None or (match[1], -match[0]) > (current[1], -current[0])
+                    ):
+                        best[index] = match
+        return best

@@ -1,0 +1,177 @@
+"""One audience's vectors as a growable float32 matrix, searched exactly by one matrix product.
+
+Rows sit in slots ``0..len-1`` beside the columns a search filters on (category and subject as
+small integer codes, created_at as fixed-width text so ``>=`` compares as SQLite compares text).
+Appends double the capacity when it runs out; a removal moves the last row into the freed slot.
+Similarities are cosines computed from the stored vectors and their norms, exactly what
+sqlite-vec's cosine distance gives (1 - distance).
+
+A search's matrix-vector product runs in numpy's own loop (``einsum``, one thread), not BLAS:
+OpenBLAS splits it over both cores and must wake its idle threads for every search, which on a
+busy 2-core machine cost 6 ms per 10k-row search against 1.3 ms on one thread (and it leaves the
+other core to the full-text arm). A batch of inserts compared with every row (dedup) is
+compute-bound, so that product does go to BLAS.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hivekeep.store.base import MemoryFilter
+from hivekeep.types import Category
+
+CATEGORY_CODES = {category.value: code for code, category in enumerate(Category)}
+SCORE_BLOCK = 4_000_000  # scores held at once when a batch is compared with every row (16 MB)
+
+Floats = npt.NDArray[np.float32]
+Ids = npt.NDArray[np.int64]
+
+
+def _inverse_norms(vectors: npt.NDArray[Any]) -> Floats:
+    norms = np.sqrt(np.einsum("...i,...i->...", vectors, vectors))
+    with np.errstate(divide="ignore"):
+        return np.where(norms > 0, 1.0 / norms, 0.0).astype(np.float32)
+
+
+class Matrix:
+    """The vectors of one audience, with their memory ids and filter columns."""
+
+    def __init__(self, dimension: int, capacity: int = 64) -> None:
+        self._size = 0
+        self._slots: dict[int, int] = {}
+        self._vectors: Floats = np.empty((capacity, dimension), dtype=np.float32)
+        self._inverse_norms: Floats = np.empty(capacity, dtype=np.float32)
+        self._ids: Ids = np.empty(capacity, dtype=np.int64)
+        self._categories = np.empty(capacity, dtype=np.int8)
+        self._subjects = np.empty(capacity, dtype=np.int32)
+        self._created: npt.NDArray[np.str_] = np.empty(capacity, dtype="U27")
+
+    @classmethod
+    def from_arrays(
+        cls,
+        vectors: npt.NDArray[Any],
+        ids: Ids,
+        categories: npt.NDArray[np.int8],
+        subjects: npt.NDArray[np.int32],
+        created: npt.NDArray[np.str_],
+    ) -> Matrix:
+        """A matrix holding these rows (a bulk load: no per-row work beyond the slot map)."""
+        matrix = cls(vectors.shape[1], capacity=0)
+        matrix._vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        matrix._inverse_norms = _inverse_norms(matrix._vectors)
+        matrix._ids = ids.astype(np.int64)
+        matrix._categories = categories
+        matrix._subjects = subjects
+        matrix._created = created
+        matrix._size = len(ids)
+        matrix._slots = {memory_id: slot for slot, memory_id in enumerate(ids.tolist())}
+        return matrix
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _grow(self) -> None:
+        capacity = max(64, 2 * len(self._ids))
+        for name in ("_vectors", "_inverse_norms", "_ids", "_categories", "_subjects", "_created"):
+            old = getattr(self, name)
+            new = np.empty((capacity, *old.shape[1:]), dtype=old.dtype)
+            new[: self._size] = old[: self._size]
+            setattr(self, name, new)
+
+    def put(
+        self, memory_id: int, vector: Floats, category: int, subject: int, created_at: str
+    ) -> None:
+        """Insert the row, or overwrite it when ``memory_id`` is already here."""
+        slot = self._slots.get(memory_id)
+        if slot is None:
+            if self._size == len(self._ids):
+                self._grow()
+            slot = self._size
+            self._size += 1
+            self._slots[memory_id] = slot
+        if len(created_at) > self._created.dtype.itemsize // 4:
+            self._created = self._created.astype(f"U{len(created_at)}")
+        self._vectors[slot] = vector
+        squared = float(self._vectors[slot] @ self._vectors[slot])
+        self._inverse_norms[slot] = 1.0 / np.sqrt(squared) if squared > 0 else 0.0
+        self._ids[slot] = memory_id
+        self._categories[slot] = category
+        self._subjects[slot] = subject
+        self._created[slot] = created_at
+
+    def remove(self, memory_id: int) -> None:
+        slot = self._slots.pop(memory_id)
+        last = self._size - 1
+        if slot != last:
+            for array in (
+                self._vectors,
+                self._inverse_norms,
+                self._ids,
+                self._categories,
+                self._subjects,
+                self._created,
+            ):
+                array[slot] = array[last]
+            self._slots[int(self._ids[slot])] = slot
+        self._size = last
+
+    def vector(self, memory_id: int) -> Floats:
+        return np.array(self._vectors[self._slots[memory_id]], dtype=np.float32)
+
+    def _mask(self, filters: MemoryFilter, subject: int | None) -> npt.NDArray[np.bool_] | None:
+        """Rows passing the filters (None: all of them)."""
+        size = self._size
+        masks: list[npt.NDArray[np.bool_]] = []
+        if filters.category is not None:
+            masks.append(self._categories[:size] == CATEGORY_CODES[filters.category.value])
+        if subject is not None:
+            masks.append(self._subjects[:size] == subject)
+        if filters.since is not None:
+            masks.append(self._created[:size] >= filters.since)
+        if not masks:
+            return None
+        mask = masks[0]
+        for other in masks[1:]:
+            mask = mask & other
+        return mask
+
+    def nearest(
+        self, query: Floats, k: int, filters: MemoryFilter, subject: int | None
+    ) -> tuple[Ids, Floats]:
+        """The k most similar rows passing the filters (more when the k-th score ties), unsorted."""
+        size = self._size
+        scores = np.einsum("ij,j->i", self._vectors[:size], query)
+        scores *= self._inverse_norms[:size] * _inverse_norms(query)
+        ids = self._ids[:size]
+        mask = self._mask(filters, subject)
+        if mask is not None:
+            scores, ids = scores[mask], ids[mask]
+        if len(scores) > k:
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            keep = scores >= kth
+            scores, ids = scores[keep], ids[keep]
+        return ids, scores
+
+    def best_rows(self, queries: Floats, threshold: float) -> list[tuple[int, float] | None]:
+        """Per query: (id, cosine) of its most similar row when that reaches ``threshold``.
+
+        Ties go to the smallest id. Queries are compared in blocks, one matrix product each.
+        """
+        size = self._size
+        found: list[tuple[int, float] | None] = []
+        step = max(1, min(len(queries), SCORE_BLOCK // max(size, 1)))
+        for start in range(0, len(queries), step):
+            block = queries[start : start + step]
+            scores = block @ self._vectors[:size].T
+            scores *= self._inverse_norms[:size]
+            scores *= _inverse_norms(block)[:, None]
+            for row, best in zip(scores, scores.max(axis=1).tolist(), strict=True):
+                if best >= threshold:
+                    tied = self._ids[:size][row == best]
+                    found.append((int(tied.min()), best))
+                else:
+                    found.append(None)
+        return found

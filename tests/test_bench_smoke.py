@@ -1,0 +1,38 @@
+"""The scale benchmark still runs end to end on a tiny hive, so it cannot rot unnoticed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_scale_benchmark_runs_on_a_tiny_hive(tmp_path: Path) -> None:
+    figures = tmp_path / "scale.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "scale.py"),
+            *("--sizes", "300", "--real", "40", "--json", str(figures)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    for title in (
+        "# hivekeep scale benchmark",
+        "### Recall, server-side",
+        "### Recall's parts",
+        "### Tool calls",
+        "### Bulk ingest (memorize_many",
+        "### Bulk ingest with the real model",
+    ):
+        assert title in done.stdout
+    [size] = json.loads(figures.read_text())["sizes"]
+    assert size["one_build"]["duplicates"] == 0
+    assert size["one"]["recall_p50"] > 0 and size["ten"]["knn_p50"] > 0

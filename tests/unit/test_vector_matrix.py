@@ -1,0 +1,73 @@
+"""One audience's vector matrix: slots, growth, removal, filters, exact cosine, ties by id."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hivekeep.store.base import MemoryFilter
+from hivekeep.store.vector_matrix import CATEGORY_CODES, Matrix
+from hivekeep.types import Category
+from tests.support import random_unit, with_cosine
+
+NO_FILTER = MemoryFilter()
+FACT = CATEGORY_CODES["fact"]
+
+
+def unit(seed: object) -> np.ndarray:
+    return random_unit(str(seed), 4)
+
+
+def test_rows_survive_growth_and_removal_from_the_middle() -> None:
+    matrix = Matrix(4, capacity=2)
+    rows = {i: unit(i) for i in range(1, 8)}
+    for memory_id, vector in rows.items():
+        matrix.put(memory_id, vector, FACT, 0, "2024-01-01")
+    matrix.remove(2)  # the last row moves into its slot
+    matrix.put(8, unit(8), FACT, 0, "2024-01-01")  # and the next append must not overwrite it
+    rows = {**{i: v for i, v in rows.items() if i != 2}, 8: unit(8)}
+    assert len(matrix) == len(rows)
+    for memory_id, vector in rows.items():
+        assert np.array_equal(matrix.vector(memory_id), vector)
+    matrix.remove(7)
+    matrix.remove(1)
+    ids, _ = matrix.nearest(unit("query"), 10, NO_FILTER, None)
+    assert sorted(ids.tolist()) == [3, 4, 5, 6, 8]
+
+
+def test_put_overwrites_in_place() -> None:
+    matrix = Matrix(4)
+    matrix.put(1, unit("old"), FACT, 0, "2024-01-01")
+    matrix.put(1, unit("new"), CATEGORY_CODES["decision"], 0, "2024-01-01")
+    assert len(matrix) == 1 and np.array_equal(matrix.vector(1), unit("new"))
+    ids, _ = matrix.nearest(unit("new"), 5, MemoryFilter(category=Category.DECISION), None)
+    assert ids.tolist() == [1]
+
+
+def test_scores_are_cosines_even_for_vectors_that_are_not_unit_length() -> None:
+    matrix = Matrix(4)
+    base = unit("base")
+    matrix.put(1, 3.0 * with_cosine(base, 0.6, "a"), FACT, 0, "2024-01-01")
+    ids, scores = matrix.nearest(0.5 * base, 1, NO_FILTER, None)
+    assert ids.tolist() == [1] and scores[0] == pytest.approx(0.6, abs=1e-6)
+
+
+def test_since_compares_as_text_and_longer_timestamps_widen_the_column() -> None:
+    matrix = Matrix(4)
+    matrix.put(1, unit(1), FACT, 0, "2023-01-01T00:00:00.000000Z")
+    matrix.put(2, unit(2), FACT, 0, "2025-01-01T00:00:00.000000Z and then some more text")
+    since = MemoryFilter(since="2025-01-01T00:00:00.000000Z and then")  # past the 27th char
+    ids, _ = matrix.nearest(unit("q"), 5, since, None)
+    assert ids.tolist() == [2]
+
+
+def test_ties_keep_every_candidate_at_the_cut_and_dedup_picks_the_smallest_id() -> None:
+    matrix = Matrix(4)
+    same = unit("same")
+    for memory_id in (5, 3, 9):
+        matrix.put(memory_id, same, FACT, 0, "2024-01-01")
+    ids, _ = matrix.nearest(same, 1, NO_FILTER, None)
+    assert sorted(ids.tolist()) == [3, 5, 9]  # the caller orders ties by id
+    [match, miss] = matrix.best_rows(np.stack([same, unit("far")]), 0.9)
+    assert match is not None and match[0] == 3 and match[1] == pytest.approx(1.0)
+    assert miss is None
