@@ -390,6 +390,53 @@ def test_text_search_with_stemming(store: Store, agents) -> None:
     assert store.text_search(alice, '"runs"*', 10, NO_FILTER) == [memory_id]
 
 
+def test_own_text_matches_are_not_starved_by_other_agents_matches(store: Store, agents) -> None:
+    """Many better-ranked private matches of another agent must not hide the viewer's own."""
+    alice, bob = agents
+    for i in range(150):  # short texts: bm25 ranks every one above alice's long one
+        put(store, bob, f"wifi {i}", dedup=2)
+    shared = put(store, bob, "wifi shared", dedup=2, scope=Scope.SHARED)
+    mine = put(store, alice, "the office wifi password is on the whiteboard by the kitchen door")
+    assert store.text_search(alice, '"wifi"*', 1, NO_FILTER) == [shared]
+    assert store.text_search(alice, '"wifi"*', 3, NO_FILTER) == [shared, mine]
+    assert store.text_search(alice, '"wifi"*', 3, MemoryFilter(scope=Scope.PRIVATE)) == [mine]
+    assert len(store.text_search(bob, '"wifi"*', 200, NO_FILTER)) == 151
+
+
+def test_text_filters_apply_beyond_the_top_ranked_matches(store: Store, agents) -> None:
+    alice, _ = agents
+    old = "2023-01-01T00:00:00.000000Z"
+    for i in range(150):
+        put(store, alice, f"rome {i}", dedup=2, subject="noise", created_at=old)
+    wanted = put(
+        store,
+        alice,
+        "we decided the team offsite goes to rome in the spring after the budget review",
+        category=Category.DECISION,
+        subject="Project X",
+        created_at="2025-01-01T00:00:00.000000Z",
+    )
+    for filters in (
+        MemoryFilter(category=Category.DECISION),
+        MemoryFilter(subject="project x"),
+        MemoryFilter(since="2024-01-01T00:00:00.000000Z"),
+    ):
+        assert store.text_search(alice, '"rome"*', 2, filters) == [wanted]
+    assert wanted not in store.text_search(alice, '"rome"*', 100, NO_FILTER)
+
+
+def test_text_rank_ties_come_newer_first_then_larger_id(store: Store, agents) -> None:
+    """Equal bm25 rank (same length, same term count): newer first, then the later insert."""
+    alice, _ = agents
+    first = put(store, alice, "kiwi one", created_at="2023-01-01T00:00:00.000000Z")
+    second = put(store, alice, "kiwi two", created_at="2025-01-01T00:00:00.000000Z")
+    third = put(store, alice, "kiwi six", created_at="2025-01-01T00:00:00.000000Z")
+    assert store.text_search(alice, '"kiwi"*', 10, NO_FILTER) == [third, second, first]
+    assert store.text_search(alice, '"kiwi"*', 2, NO_FILTER) == [third, second]
+    assert store.text_search(alice, '"kiwi"*', 1, NO_FILTER) == [third]
+    assert store.text_search(alice, '"kiwi"*', 0, NO_FILTER) == []
+
+
 # embedding space --------------------------------------------------------------------------------
 def test_reset_embedding_space_drops_vectors_and_marks_pending(store: Store, agents) -> None:
     alice, _ = agents

@@ -231,3 +231,17 @@ def test_questions_naming_a_month_find_memories_from_then(table_hive: Hive) -> N
     )
     hits = agent.recall("Which concert did she go to in May 2023?").hits
     assert hits[0].memory.content == "Went to a rock concert"
+
+
+def test_full_text_arm_is_not_crowded_out_by_other_agents_matches(table_hive: Hive) -> None:
+    """Another agent's better-ranked private matches never take the viewer's full-text places."""
+    alice, bob = table_hive.create_agent("alice"), table_hive.create_agent("bob")
+    results = bob.memorize_many(
+        {"content": f"lighthouse {i}", "category": "fact"} for i in range(150)
+    )
+    assert not any(r.duplicate for r in results)
+    mine = alice.memorize("Walked to the old lighthouse on the cliffs", category="fact")
+    service = table_hive.recall_service
+    assert service.text_arm(alice.id, "lighthouse", 4, MemoryFilter()) == [mine.memory.id]
+    assert len(service.text_arm(bob.id, "lighthouse", 4, MemoryFilter())) == 4
+    assert [h.memory.id for h in alice.recall("lighthouse").hits] == [mine.memory.id]

