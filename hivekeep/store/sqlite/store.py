@@ -340,7 +340,7 @@ class SQLiteStore:
         row lookup each and never crowd the viewer's out; every row tied in rank with the k-th is
         read, so the order is exactly that of sorting all visible matches (``_best_first``). At
         100k memories in one agent an OR query matches about 6k rows: the full-text arm takes
-        about 12 ms this way, 22 ms when SQL joins every match and sorts by rank and creation time.
+        about 13 ms this way, 22 ms when SQL joins every match and sorts by rank and creation time.
 
         Filtering first (with a subject filter, which few matches pass): SQL joins every match and
         FTS5 ranks only those that pass, cheaper than ranking all of them (about 16 ms against 24
