@@ -1,0 +1,143 @@
+"""The MCP server: one agent's seven memory tools and its profile, for any MCP host.
+
+A thin adapter over ``hivekeep.tools``: the tool list is ``tool_schemas("mcp")`` and every call
+goes through ``agent.call_tool``, so schemas, validation and error messages exist once. A result
+``{"error": ...}`` becomes a tool error (``isError``), which the model sees and can correct. The
+profile is a resource read fresh on every request, and is also in the server ``instructions`` (as
+of start), so hosts that inject instructions give the model its profile without a resource read.
+
+Built on the official SDK's low-level ``Server`` (not ``MCPServer``): ``MCPServer`` derives schemas
+from Python signatures, while these tools already have theirs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
+
+import anyio.to_thread
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from hivekeep.tools import TOOLS_BY_NAME, tool_schemas
+
+if TYPE_CHECKING:
+    from hivekeep.agent import Agent
+
+T = TypeVar("T")
+
+SERVER_NAME = "hivekeep"
+HTTP_HOST = "127.0.0.1"  # no authentication: the HTTP transport is for this machine only
+HTTP_PATH = "/mcp"
+PROFILE_MIME_TYPE = "text/markdown"
+
+
+def profile_uri(agent: Agent) -> str:
+    """The profile resource's URI, e.g. ``hivekeep://agents/assistant/profile``."""
+    return f"hivekeep://agents/{quote(agent.name, safe='')}/profile"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hivekeep")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return "0"
+
+
+def build_server(agent: Agent) -> Server[Any]:
+    """An MCP server acting as ``agent``; ``instructions`` hold its memory block as of now."""
+    tools = [types.Tool.model_validate(schema) for schema in tool_schemas("mcp")]
+    uri = profile_uri(agent)
+    # The hive is synchronous (SQLite, the ONNX embedder): calls run in worker threads so the event
+    # loop keeps serving, one at a time so concurrent sessions cannot interleave a dedup check and
+    # its write.
+    lock = threading.Lock()
+
+    async def run_locked(function: Callable[[], T]) -> T:
+        def locked() -> T:
+            with lock:
+                return function()
+
+        return await anyio.to_thread.run_sync(locked)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        result = await run_locked(functools.partial(agent.call_tool, params.name, params.arguments))
+        if "error" in result:
+            return types.CallToolResult(
+                content=[types.TextContent(text=str(result["error"]))], is_error=True
+            )
+        text = json.dumps(result, ensure_ascii=False)
+        return types.CallToolResult(
+            content=[types.TextContent(text=text)], structured_content=result
+        )
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        profile = types.Resource(
+            uri=uri,
+            name="profile",
+            title=f"Profile of {agent.name}",
+            description="The agent's profile: the document that belongs in its system prompt.",
+            mime_type=PROFILE_MIME_TYPE,
+        )
+        return types.ListResourcesResult(resources=[profile])
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        if params.uri != uri:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown resource {params.uri!r}; try {uri!r}.")
+        text = await run_locked(agent.profile_text)
+        contents = types.TextResourceContents(uri=uri, mime_type=PROFILE_MIME_TYPE, text=text)
+        return types.ReadResourceResult(contents=[contents])
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        tool = TOOLS_BY_NAME.get(name)
+        return tool.input_schema() if tool else None
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        title=f"hivekeep memory of {agent.name}",
+        instructions=agent.system_prompt_block(),
+        get_tool_input_schema=input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+
+
+def serve_stdio(agent: Agent) -> None:
+    """Serve ``agent`` over stdin/stdout until the host closes stdin."""
+    server = build_server(agent)
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def serve_http(agent: Agent, port: int) -> None:
+    """Serve ``agent`` over streamable HTTP at ``http://127.0.0.1:PORT/mcp`` until interrupted."""
+    import uvicorn
+
+    app = build_server(agent).streamable_http_app(streamable_http_path=HTTP_PATH, host=HTTP_HOST)
+    uvicorn.run(app, host=HTTP_HOST, port=port, log_level="warning")
