@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hivekeep import tools
 from hivekeep.core import profile as profile_doc
+from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.text import format_timestamp, parse_since
 from hivekeep.errors import ValidationError
+from hivekeep.services import review
 from hivekeep.services.archive import Memorized
+from hivekeep.services.chat import MAX_MESSAGE_CHARS, ChatEvent, ChatReply
+from hivekeep.services.compaction import CompactionOutcome
+from hivekeep.services.compile import CompileOutcome
+from hivekeep.services.conversation import Context
 from hivekeep.services.recall import RecallResult
 from hivekeep.store.base import (
     KEEP,
@@ -23,6 +29,7 @@ from hivekeep.store.base import (
     ProfileRecord,
     _Keep,
 )
+from hivekeep.store.conversations import AgentSettings, ConversationRecord, MessageRecord
 from hivekeep.types import Category, Scope, Source
 
 if TYPE_CHECKING:
@@ -250,3 +257,112 @@ class Agent:
     def system_prompt_block(self) -> str:
         """The memory block for the cached system-prompt prefix: profile plus the routing rule."""
         return profile_doc.system_prompt_block(self.profile_text())
+
+    # conversations ------------------------------------------------------------------------------
+    def start_conversation(self, title: str = "") -> ConversationRecord:
+        return self._hive.conversations.create(self.id, title)
+
+    def conversations(self) -> list[ConversationRecord]:
+        """This agent's conversations, most recently active first."""
+        return self._hive.store.list_conversations(self.id)
+
+    def conversation(self, conversation_id: int) -> ConversationRecord:
+        return self._hive.conversations.get(self.id, conversation_id)
+
+    def messages(
+        self, conversation_id: int, *, after_id: int = 0, limit: int = 200
+    ) -> list[MessageRecord]:
+        """Every stored message (folded ones and compaction records too), oldest first."""
+        self.conversation(conversation_id)
+        if not 1 <= limit <= 1000:
+            raise ValidationError(f"limit must be between 1 and 1000, got {limit}.")
+        return self._hive.store.list_messages(conversation_id, after_id=after_id, limit=limit)
+
+    def context(self, conversation_id: int) -> Context:
+        """What the model would read next turn, with its size (for a context-usage bar)."""
+        self.conversation(conversation_id)
+        return self._hive.conversations.context(self.record, conversation_id, self.profile_text())
+
+    def chat(
+        self, message: str, conversation: int | None = None, *, speaker: str | None = None
+    ) -> ChatReply:
+        """One turn: store ``message``, let the model answer (using its memory tools), store the
+        reply, then compact if the context is over the trigger. ``conversation`` None starts one.
+        """
+        reply: ChatReply | None = None
+        for event in self.chat_stream(message, conversation, speaker=speaker):
+            if isinstance(event, ChatReply):
+                reply = event
+        assert reply is not None  # chat_stream always ends with one
+        return reply
+
+    def chat_stream(
+        self, message: str, conversation: int | None = None, *, speaker: str | None = None
+    ) -> Iterator[ChatEvent]:
+        """``chat``, yielding ``TextDelta`` pieces and ``ToolUse``s as they happen, then the
+        ``ChatReply``. The conversation is created (if None) and the message checked at once."""
+        if not isinstance(message, str) or not message.strip():
+            raise ValidationError("A chat message needs some text.")
+        if len(message) > MAX_MESSAGE_CHARS:
+            raise ValidationError(
+                f"A chat message is at most {MAX_MESSAGE_CHARS:,} characters, got {len(message):,}."
+            )
+        if speaker is not None and not 1 <= len(speaker.strip()) <= 100:
+            raise ValidationError("speaker must be 1-100 characters when given.")
+        self._hive.llms.chat_model(self.id)  # fail now, clearly, when no model is configured
+        conversation_id = (
+            self.start_conversation(message[:60]).id
+            if conversation is None
+            else self.conversation(conversation).id
+        )
+        return self._hive.chats.stream(
+            self.record, self.call_tool, message, conversation_id, speaker
+        )
+
+    def compact(self, conversation_id: int, *, force: bool = True) -> CompactionOutcome:
+        """Compact now (``force``: fold at least half of the raw history, SPEC §7.5). Raises
+        ``AgentBusy`` if a compaction of this agent is already running; other failures are in
+        the outcome."""
+        self.conversation(conversation_id)
+        self._hive.llms.chat_model(self.id, "compaction")
+        return self._hive.compaction.compact(self.record, conversation_id, force=force)
+
+    # upkeep -------------------------------------------------------------------------------------
+    def regenerate_profile(self) -> CompileOutcome:
+        """Rewrite the profile from the archive (Pinned kept); the outcome reports any failure."""
+        return self._hive.compiler.regenerate(self.record)
+
+    def review_memories(
+        self,
+        *,
+        subject: str | None = None,
+        scope: Scope | str | None = None,
+        timeout: float = review.DEFAULT_TIMEOUT,
+    ) -> review.Review:
+        """An LLM audit of the selected archive (changes nothing)."""
+        args = tools.validate("review_memories", subject=subject, scope=scope)
+        llm = self._hive.llms.for_purpose(self.id, "review")
+        return review.review(
+            self._hive.store,
+            llm,
+            self.id,
+            subject=args.subject,
+            scope=Scope(args.scope) if args.scope else None,
+            timeout=timeout,
+        )
+
+    def configure(
+        self,
+        *,
+        model: str | _Keep | None = KEEP,
+        compaction: Mapping[str, Any] | None = None,
+    ) -> AgentSettings:
+        """Set this agent's model spec and/or compaction overrides (``{}`` clears them)."""
+        return self._hive.conversations.configure(self.id, model=model, compaction=compaction)
+
+    def settings(self) -> AgentSettings:
+        return self._hive.store.get_agent_settings(self.id)
+
+    def compaction_settings(self) -> CompactionSettings:
+        """The numbers in force for this agent: the hive's, with its overrides applied."""
+        return self._hive.conversations.compaction_settings(self.id)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from hivekeep.core.compaction import CompactionSettings
 from hivekeep.errors import ValidationError
 from hivekeep.providers.base import RecallDefaults
 
@@ -36,6 +37,19 @@ def _unit_float(value: str) -> float:
     if not -1.0 <= number <= 1.0:
         raise ValueError("must be between -1 and 1")
     return number
+
+
+def _percent(value: str) -> float:
+    number = float(value)
+    if not 0 < number < 100:
+        raise ValueError("must be a percentage strictly between 0 and 100")
+    return number
+
+
+def _spec(value: str) -> str:
+    if ":" not in value:
+        raise ValueError("must be provider:model, e.g. 'openai:gpt-4o-mini' or 'ollama:llama3.1'")
+    return value
 
 
 def _non_negative_float(value: str) -> float:
@@ -108,6 +122,58 @@ SETTINGS: tuple[Setting, ...] = (
         1500,
         "Token budget of each agent's profile.",
     ),
+    Setting(
+        "HIVEKEEP_LLM",
+        "llm",
+        _spec,
+        None,
+        "The agents' chat model as provider:model, e.g. 'openai:gpt-4o-mini' (with "
+        "OPENAI_API_KEY), 'anthropic:claude-haiku-4-5' (with ANTHROPIC_API_KEY), "
+        "'ollama:llama3.1'. Needed by chat, compaction, regenerate and review_memories.",
+    ),
+    Setting(
+        "MEMORY_EXTRACTION_MODEL",
+        "extraction_model",
+        _spec,
+        None,
+        "Model of the maintenance call (archive extraction + profile rewrite) and of bootstrap "
+        "and regenerate. Default: the agent's own model.",
+    ),
+    Setting(
+        "COMPACTING_MODEL",
+        "compacting_model",
+        _spec,
+        None,
+        "Model that writes and merges summaries. Default: the agent's own model.",
+    ),
+    Setting(
+        "COMPACTING_THRESHOLD_PERCENT",
+        "compacting_threshold_percent",
+        _percent,
+        75.0,
+        "Compact when the context fills more than this share of the model's window.",
+    ),
+    Setting(
+        "COMPACTING_KEEP_PERCENT",
+        "compacting_keep_percent",
+        _percent,
+        40.0,
+        "The newest messages fitting in this share of the window stay raw after compaction.",
+    ),
+    Setting(
+        "COMPACTING_MAX_SUMMARIES",
+        "compacting_max_summaries",
+        _positive_int,
+        10,
+        "Above this many summaries in context, the oldest half merges into one [compressed].",
+    ),
+    Setting(
+        "COMPACTING_SUMMARY_BUDGET_PERCENT",
+        "compacting_summary_budget_percent",
+        _percent,
+        20.0,
+        "Summaries filling more than this share of the window also trigger the merge.",
+    ),
 )
 
 SEED_RECALL = RecallDefaults(similarity_floor=0.5, rrf_k=60, fts_weight=0.5, feedback_weight=0.0)
@@ -126,6 +192,16 @@ class Settings:
     dedup_threshold: float = 0.90
     recall_limit: int = 10
     profile_max_tokens: int = 1500
+    llm: str | None = None
+    extraction_model: str | None = None
+    compacting_model: str | None = None
+    compacting_threshold_percent: float = 75.0
+    compacting_keep_percent: float = 40.0
+    compacting_max_summaries: int = 10
+    compacting_summary_budget_percent: float = 20.0
+
+    def __post_init__(self) -> None:
+        self.compaction()  # the compaction numbers must agree with each other
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -151,6 +227,15 @@ class Settings:
         if unknown:
             raise ValidationError(f"Unknown settings {sorted(unknown)}; known: {sorted(known)}.")
         return replace(self, **changes)
+
+    def compaction(self) -> CompactionSettings:
+        """The hive-wide compaction numbers (each agent may override any of them)."""
+        return CompactionSettings(
+            threshold_percent=self.compacting_threshold_percent,
+            keep_percent=self.compacting_keep_percent,
+            max_summaries=self.compacting_max_summaries,
+            summary_budget_percent=self.compacting_summary_budget_percent,
+        )
 
     def recall_defaults(self, embedder_defaults: RecallDefaults | None) -> RecallDefaults:
         """Explicit setting, else the embedder's calibrated value, else the seed's default."""

@@ -164,10 +164,7 @@ def _list_memories(agent: Agent, args: ListMemoriesArgs) -> dict[str, Any]:
 
 
 def _review_memories(agent: Agent, args: ReviewMemoriesArgs) -> dict[str, Any]:
-    return {
-        "error": "review_memories needs an LLM, and this hive has none configured. "
-        "The other memory tools work without one."
-    }
+    return agent.review_memories(subject=args.subject, scope=args.scope).as_tool_result()
 
 
 @dataclass(frozen=True)

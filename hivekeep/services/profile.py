@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hivekeep.core import profile as doc
 from hivekeep.core.tokens import count_tokens
 from hivekeep.errors import ConflictError
@@ -9,6 +11,7 @@ from hivekeep.events import EventBus
 from hivekeep.store.base import ProfileRecord, Store
 
 CAS_ATTEMPTS = 5
+DROPPED = "the profile was edited while the model was writing; the rewrite was dropped"
 
 
 class ProfileService:
@@ -70,3 +73,39 @@ class ProfileService:
             agent_id, text, count_tokens(text), expected_revision=revision, manual=True
         )
         return self._saved(saved, "user")
+
+    def rewrite(
+        self, agent_id: int, candidate: str | None, expected_revision: int, source: str
+    ) -> RewriteResult:
+        """An automatic rewrite (maintenance, bootstrap, regenerate) through the guards.
+
+        The write is a compare-and-swap against the revision the model was shown: if a user or a
+        tool edited the profile while the model was thinking, the rewrite is dropped and their
+        edit stands (re-running the model is the caller's choice, never an implicit extra call).
+        """
+        current = self.store.get_profile(agent_id)
+        if current.revision != expected_revision:
+            return RewriteResult(False, current, (DROPPED,), conflict=True)
+        outcome = doc.guard_rewrite(current.text, candidate, self.budget, count_tokens)
+        if not outcome.applied or outcome.text == current.text:
+            return RewriteResult(False, current, outcome.notes or ("no change",))
+        try:
+            saved = self.store.save_profile(
+                agent_id,
+                outcome.text,
+                count_tokens(outcome.text),
+                expected_revision=expected_revision,
+                manual=False,
+            )
+        except ConflictError:
+            latest = self.store.get_profile(agent_id)
+            return RewriteResult(False, latest, (DROPPED,), conflict=True)
+        return RewriteResult(True, self._saved(saved, source), outcome.notes)
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    updated: bool
+    profile: ProfileRecord
+    notes: tuple[str, ...]
+    conflict: bool = False  # a user or tool wrote the profile while the model was thinking

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from hivekeep.store.conversations import ConversationStore
 from hivekeep.types import Category, EmbeddingState, Scope, Source
 
 Vector = Sequence[float] | npt.NDArray[np.floating[Any]]
@@ -136,7 +137,7 @@ class PendingEmbedding:
     subject: str | None
 
 
-class Store(Protocol):
+class Store(ConversationStore, Protocol):
     """What services may ask of storage. Each method is one transaction."""
 
     def close(self) -> None: ...
@@ -151,6 +152,19 @@ class Store(Protocol):
         ...
 
     def list_agents(self) -> list[AgentRecord]: ...
+
+    def update_agent(
+        self, agent_id: int, *, name: str | None = None, role: str | None = None
+    ) -> AgentRecord:
+        """Rename (the memories' author name follows) and/or re-describe; None keeps a field.
+
+        Raises NotFound, or ConflictError when another agent has the name.
+        """
+        ...
+
+    def delete_agent(self, agent_id: int) -> None:
+        """The agent, its profile and every memory it wrote (rows, full text, vectors), at once."""
+        ...
 
     # embedding space --------------------------------------------------------------------------
     def embedding_space(self) -> EmbeddingSpace | None: ...

@@ -458,3 +458,47 @@ def test_profile_compare_and_swap(store: Store, agents) -> None:
     with pytest.raises(ConflictError, match="revision"):
         store.save_profile(alice, "## A\nstale\n", 4, expected_revision=1, manual=False)
     assert store.get_profile(alice).text == "## A\ny\n"
+
+
+# agents: rename and delete --------------------------------------------------------------------
+def test_update_agent_renames_and_changes_role(store: Store, agents) -> None:
+    alice, bob = agents
+    memory_id = put(store, alice, "alice shares this", scope=Scope.SHARED)
+    renamed = store.update_agent(alice, name="Alicia", role="researcher")
+    assert (renamed.id, renamed.name, renamed.role) == (alice, "Alicia", "researcher")
+    assert store.get_agent("alicia") == renamed
+    with pytest.raises(NotFound):
+        store.get_agent("alice")
+    assert store.get_memory(memory_id, bob).author_name == "Alicia"
+    kept = store.update_agent(alice, role="writer")
+    assert (kept.name, kept.role) == ("Alicia", "writer")
+    assert store.update_agent(alice, name="ALICIA").name == "ALICIA"  # its own name, recased
+
+
+def test_update_agent_refuses_a_taken_name_and_a_missing_agent(store: Store, agents) -> None:
+    alice, _ = agents
+    with pytest.raises(ConflictError, match=r"(?i)bob"):
+        store.update_agent(alice, name="BOB")
+    assert store.get_agent(alice).name == "alice"
+    with pytest.raises(NotFound):
+        store.update_agent(999, role="x")
+
+
+def test_delete_agent_removes_its_profile_and_memories_everywhere(store: Store, agents) -> None:
+    alice, bob = agents
+    private = put(store, alice, "alice private kiwi", vec("a1"))
+    shared = put(store, alice, "alice shared kiwi", vec("a2"), scope=Scope.SHARED)
+    kept = put(store, bob, "bob kiwi", vec("b1"))
+    store.save_profile(alice, "## A\nx\n", 4, expected_revision=0, manual=True)
+    store.delete_agent(alice)
+    with pytest.raises(NotFound):
+        store.get_agent(alice)
+    with pytest.raises(NotFound):
+        store.get_profile(alice)
+    assert store.fetch_memories(alice, [private, shared]) == {}
+    assert store.text_search(bob, '"kiwi"*', 10, NO_FILTER) == [kept]
+    assert [i for i, _ in store.vector_search(bob, vec("a2"), 10, NO_FILTER)] == [kept]
+    assert store.vectors(bob, [shared, kept]).keys() == {kept}
+    assert store.list_memories(bob, MemoryFilter(scope=Scope.SHARED), 10, 0) == ([], 0)
+    with pytest.raises(NotFound):
+        store.delete_agent(alice)

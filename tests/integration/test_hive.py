@@ -106,7 +106,7 @@ def test_older_file_is_migrated_on_open(db_path: Path, table, monkeypatch) -> No
             "Sold the old car"
         ]  # found through the date indexed by m002
     conn = apsw.Connection(str(db_path))
-    assert migrations.current_version(conn) == migrations.LATEST == 3
+    assert migrations.current_version(conn) == migrations.LATEST == 4
     assert migrations.pending(conn) == []
 
 

@@ -164,11 +164,88 @@ def m003_vector_log(conn: Connection) -> None:
     )
 
 
+def m004_conversations(conn: Connection) -> None:
+    """Conversations, their messages and summaries, per-agent settings, and compaction leases.
+
+    A message is raw until a fold sets its ``summary_id`` (in the same transaction as the summary's
+    insert), so "what is still raw" is one indexed query and a fold can never half-happen. A
+    summary's ``maintenance_status`` starts ``pending`` and only the maintenance call moves it, so a
+    crash between the two leaves a visible backlog instead of a silently unmined batch. ``leases``
+    hold one-at-a-time locks (a compaction per agent) across every process using the file.
+    """
+    conn.execute(
+        """
+        CREATE TABLE agent_settings (
+            agent_id INTEGER PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+            settings TEXT NOT NULL DEFAULT '{}'
+        );
+
+        CREATE TABLE conversations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            title TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX conversations_agent ON conversations(agent_id, id);
+
+        CREATE TABLE summaries (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            agent_id INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            first_message_id INTEGER,
+            last_message_id INTEGER,
+            first_at TEXT NOT NULL,
+            last_at TEXT NOT NULL,
+            message_count INTEGER NOT NULL,
+            tokens INTEGER NOT NULL,
+            depth INTEGER NOT NULL DEFAULT 0,
+            source_ids TEXT NOT NULL DEFAULT '[]',
+            in_context INTEGER NOT NULL DEFAULT 1,
+            maintenance_status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (maintenance_status IN ('pending', 'done', 'failed')),
+            maintenance_attempts INTEGER NOT NULL DEFAULT 0,
+            maintenance_error TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX summaries_context ON summaries(conversation_id, in_context);
+        CREATE INDEX summaries_maintenance ON summaries(agent_id, maintenance_status)
+            WHERE maintenance_status != 'done';
+
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+            content TEXT NOT NULL DEFAULT '',
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            tool_name TEXT,
+            speaker TEXT,
+            tokens INTEGER NOT NULL DEFAULT 0,
+            summary_id INTEGER REFERENCES summaries(id),
+            is_compaction_record INTEGER NOT NULL DEFAULT 0,
+            record TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX messages_raw ON messages(conversation_id, id) WHERE summary_id IS NULL;
+        CREATE INDEX messages_summary ON messages(summary_id);
+
+        CREATE TABLE leases (
+            name TEXT PRIMARY KEY,
+            holder TEXT NOT NULL,
+            expires_at REAL NOT NULL
+        );
+        """
+    )
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 MIGRATIONS: list[Migration] = [
     (1, "initial", m001_initial),
     (2, "full text over source context and date", m002_fts_context),
     (3, "change log of the vector index", m003_vector_log),
+    (4, "conversations, summaries, agent settings, leases", m004_conversations),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -35,6 +35,7 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.migrations import sqlite as migrations
+from hivekeep.store.sqlite.conversations import ConversationRows
 from hivekeep.store.sqlite.vectors import Duplicates, VectorIndex, filter_clauses
 from hivekeep.store.vector_cache import VectorCache
 from hivekeep.types import Category, EmbeddingState, Scope, Source
@@ -76,7 +77,7 @@ def _best_first(hits: list[tuple[int, float, str]]) -> list[tuple[int, float, st
     return hits
 
 
-class SQLiteStore:
+class SQLiteStore(ConversationRows):
     """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations).
 
     ``vector_cache`` (default True) serves vector reads from an in-process copy of the index that
@@ -173,6 +174,39 @@ class SQLiteStore:
     def list_agents(self) -> list[AgentRecord]:
         rows = self._read("SELECT id, name, role, created_at, updated_at FROM agents ORDER BY id")
         return [AgentRecord(*row) for row in rows]
+
+    def update_agent(
+        self, agent_id: int, *, name: str | None = None, role: str | None = None
+    ) -> AgentRecord:
+        now = now_timestamp()
+        with self.atomic() as conn:
+            current = self.get_agent(agent_id)
+            name = current.name if name is None else name
+            role = current.role if role is None else role
+            taken = conn.execute(
+                "SELECT 1 FROM agents WHERE name = ? AND id != ?", (name, agent_id)
+            ).fetchone()
+            if taken:
+                raise ConflictError(f"An agent named {name!r} already exists; choose another name.")
+            conn.execute(
+                "UPDATE agents SET name = ?, role = ?, updated_at = ? WHERE id = ?",
+                (name, role, now, agent_id),
+            )
+            if name != current.name:
+                conn.execute(
+                    "UPDATE memories SET author_name = ? WHERE agent_id = ?", (name, agent_id)
+                )
+        return AgentRecord(agent_id, name, role, current.created_at, now)
+
+    def delete_agent(self, agent_id: int) -> None:
+        with self.atomic() as conn:
+            self.get_agent(agent_id)
+            rows = conn.execute("SELECT id FROM memories WHERE agent_id = ?", (agent_id,))
+            for memory_id in [row[0] for row in rows]:
+                self._index.delete(memory_id)
+            conn.execute("DELETE FROM memories WHERE agent_id = ?", (agent_id,))  # FTS: trigger
+            # the profile (and anything else keyed on the agent) goes by ON DELETE CASCADE
+            conn.execute("DELETE FROM agents WHERE id = ?", (agent_id,))
 
     # embedding space --------------------------------------------------------------------------
     def embedding_space(self) -> EmbeddingSpace | None:

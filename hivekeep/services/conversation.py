@@ -1,0 +1,121 @@
+"""Conversations: their records, each agent's compaction numbers, and the context of a turn."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hivekeep.core import profile as profile_doc
+from hivekeep.core.compaction import CompactionSettings
+from hivekeep.core.context import build_context
+from hivekeep.core.tokens import count_tokens
+from hivekeep.core.transcript import DatedText
+from hivekeep.errors import NotFound, ValidationError
+from hivekeep.providers.llm.base import Message, estimate_usage
+from hivekeep.store.base import KEEP, AgentRecord, Store, _Keep
+from hivekeep.store.conversations import (
+    AgentSettings,
+    ConversationRecord,
+    MessageRecord,
+    SummaryRecord,
+)
+from hivekeep.tools import tool_schemas
+
+MAX_TITLE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the model will read next turn, and how full that leaves its window."""
+
+    messages: list[Message]
+    tokens: int  # the messages plus the tool schemas offered with them
+    raw: list[MessageRecord]
+    summaries: list[SummaryRecord]
+
+
+def system_prompt(agent: AgentRecord, profile_text: str) -> str:
+    """The cached system prefix: who the agent is, then its memory block (profile + rules)."""
+    persona = agent.role.strip() or f"You are {agent.name}, an AI agent with persistent memory."
+    return f"{persona}\n\n{profile_doc.system_prompt_block(profile_text)}"
+
+
+def dated(summary: SummaryRecord) -> DatedText:
+    return DatedText(
+        summary.text, summary.first_at, summary.last_at, summary.message_count, summary.depth
+    )
+
+
+class ConversationService:
+    def __init__(self, store: Store, defaults: CompactionSettings) -> None:
+        self.store = store
+        self.defaults = defaults
+        self._tool_tokens = count_tokens(json.dumps(tool_schemas("openai")))
+
+    # records ------------------------------------------------------------------------------------
+    def create(self, agent_id: int, title: str = "") -> ConversationRecord:
+        title = " ".join(title.split())
+        if len(title) > MAX_TITLE_CHARS:
+            raise ValidationError(
+                f"A conversation title is at most {MAX_TITLE_CHARS} characters, got {len(title)}."
+            )
+        return self.store.create_conversation(agent_id, title)
+
+    def get(self, agent_id: int, conversation_id: int) -> ConversationRecord:
+        """The conversation if it belongs to this agent (another agent's reads as NotFound)."""
+        conversation = self.store.get_conversation(conversation_id)
+        if conversation.agent_id != agent_id:
+            raise NotFound(f"No conversation with id {conversation_id} for this agent.")
+        return conversation
+
+    # settings -----------------------------------------------------------------------------------
+    def compaction_settings(self, agent_id: int) -> CompactionSettings:
+        """The hive's numbers with this agent's overrides applied."""
+        overrides = self.store.get_agent_settings(agent_id).compaction
+        return dataclasses.replace(self.defaults, **overrides)
+
+    def configure(
+        self,
+        agent_id: int,
+        *,
+        model: str | _Keep | None = KEEP,
+        compaction: Mapping[str, Any] | None = None,
+    ) -> AgentSettings:
+        """Change the agent's model spec and/or compaction overrides (validated before saving).
+
+        ``compaction`` replaces the overrides: keys are ``CompactionSettings`` fields; ``{}``
+        returns to the hive's numbers.
+        """
+        current = self.store.get_agent_settings(agent_id)
+        new = current
+        if not isinstance(model, _Keep):
+            if model is not None and ":" not in model:
+                raise ValidationError(
+                    f"Model {model!r} must be a provider:model spec such as 'openai:gpt-4o-mini'."
+                )
+            new = dataclasses.replace(new, model=model)
+        if compaction is not None:
+            known = {f.name for f in dataclasses.fields(CompactionSettings)}
+            unknown = sorted(set(compaction) - known)
+            if unknown:
+                raise ValidationError(
+                    f"Unknown compaction settings {unknown}; known: {sorted(known)}."
+                )
+            dataclasses.replace(self.defaults, **compaction)  # raises ValidationError if bad
+            new = dataclasses.replace(new, compaction=dict(compaction))
+        self.store.save_agent_settings(agent_id, new)
+        return new
+
+    # context ------------------------------------------------------------------------------------
+    def context(self, agent: AgentRecord, conversation_id: int, profile_text: str) -> Context:
+        settings = self.compaction_settings(agent.id)
+        raw = self.store.raw_messages(conversation_id)
+        summaries = self.store.context_summaries(conversation_id)
+        messages = build_context(
+            system_prompt(agent, profile_text), [dated(s) for s in summaries], raw, settings
+        )
+        tokens = estimate_usage(messages, "").input_tokens + self._tool_tokens
+        return Context(messages, tokens, raw, summaries)

@@ -1,0 +1,81 @@
+"""Which model does what: the chat model of each agent, and the models of memory upkeep.
+
+Resolution, most specific first: an LLM object given for the agent in this process
+(``hive.set_agent_llm``), the agent's stored ``provider:model`` spec, then the hive's LLM
+(``Hive(llm=...)`` or ``HIVEKEEP_LLM``). Compaction may use ``COMPACTING_MODEL`` and the
+maintenance, bootstrap and regenerate calls ``MEMORY_EXTRACTION_MODEL`` instead (SPEC §8, §11).
+Specs are turned into provider objects once and cached.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Literal
+
+from hivekeep.config import Settings
+from hivekeep.errors import ValidationError
+from hivekeep.providers.llm.base import LLM
+from hivekeep.providers.llm.registry import create_llm
+from hivekeep.store.base import Store
+
+Purpose = Literal["chat", "compaction", "maintenance", "review"]
+
+NO_LLM = (
+    "No LLM is configured, and {what} needs one. Set HIVEKEEP_LLM, e.g. "
+    "HIVEKEEP_LLM=openai:gpt-4o-mini with OPENAI_API_KEY, HIVEKEEP_LLM=anthropic:claude-haiku-4-5 "
+    "with ANTHROPIC_API_KEY, or HIVEKEEP_LLM=ollama:llama3.1 for a local Ollama; in Python pass "
+    "Hive(path, llm=...)."
+)
+
+
+class LLMNotConfigured(ValidationError):
+    """An operation needs a model and none is configured; the message says what to set."""
+
+
+class LLMResolver:
+    def __init__(self, store: Store, settings: Settings, default: LLM | str | None) -> None:
+        self.store = store
+        self.settings = settings
+        self._default = default if default is not None else settings.llm
+        self._per_agent: dict[int, LLM] = {}
+        self._built: dict[str, LLM] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def configured(self) -> bool:
+        return self._default is not None or bool(self._per_agent)
+
+    def set_agent_llm(self, agent_id: int, llm: LLM | None) -> None:
+        """Use ``llm`` for this agent in this process (None: back to the stored/hive model)."""
+        with self._lock:
+            if llm is None:
+                self._per_agent.pop(agent_id, None)
+            else:
+                self._per_agent[agent_id] = llm
+
+    def chat_model(self, agent_id: int, what: str = "chatting") -> LLM:
+        """The agent's own model; its context window drives compaction."""
+        override = self._per_agent.get(agent_id)
+        if override is not None:
+            return override
+        spec = self.store.get_agent_settings(agent_id).model
+        if spec:
+            return self._build(spec)
+        if self._default is None:
+            raise LLMNotConfigured(NO_LLM.format(what=what))
+        return self._default if not isinstance(self._default, str) else self._build(self._default)
+
+    def for_purpose(self, agent_id: int, purpose: Purpose) -> LLM:
+        special = {
+            "compaction": self.settings.compacting_model,
+            "maintenance": self.settings.extraction_model,
+        }.get(purpose)
+        if special:
+            return self._build(special)
+        return self.chat_model(agent_id, what=purpose)
+
+    def _build(self, spec: str) -> LLM:
+        with self._lock:
+            if spec not in self._built:
+                self._built[spec] = create_llm(spec)
+            return self._built[spec]

@@ -1,0 +1,172 @@
+"""The maintenance call (SPEC §8): one LLM call that mines summarised batches into the archive and
+rewrites the profile, with the guards, and a status per summary so no batch is silently skipped.
+
+Order of writes, chosen for crash safety: new memories (deduplicated, so a retry after a crash
+re-adds nothing), then memory updates, then the profile (compare-and-swap), then the summaries'
+status. A crash anywhere before the last step leaves them ``pending`` and the whole step is retried.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from hivekeep.core import maintenance as m
+from hivekeep.core.transcript import DatedText, summary_heading, transcript
+from hivekeep.errors import HivekeepError, NotFound, ProviderError
+from hivekeep.providers.llm.base import LLM, Message
+from hivekeep.services.archive import ArchiveService
+from hivekeep.services.profile import ProfileService
+from hivekeep.store.base import KEEP, MemoryChanges, MemoryFilter, NewMemory, Store
+from hivekeep.store.conversations import SummaryRecord
+from hivekeep.types import Scope, Source
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 5  # after this many failures a batch stays 'failed' (visible) until retried by hand
+KNOWN_POOL = 1000  # newest own memories considered for the bounded index shown to the model
+MAX_OUTPUT_TOKENS = 4096
+BATCH_SHARE = 0.5  # of the model's window that one call's batch of summaries may fill
+
+
+@dataclass(frozen=True)
+class MaintenanceOutcome:
+    summary_ids: tuple[int, ...]
+    status: str  # "done" | "failed"
+    memories_added: int = 0
+    memories_updated: int = 0
+    profile_updated: bool = False
+    error: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class MaintenanceService:
+    def __init__(self, store: Store, archive: ArchiveService, profiles: ProfileService) -> None:
+        self.store = store
+        self.archive = archive
+        self.profiles = profiles
+
+    def pending(self, agent_id: int) -> list[SummaryRecord]:
+        """Batches still waiting for (or failed at) their maintenance call, oldest first."""
+        return self.store.unmaintained_summaries(agent_id, MAX_ATTEMPTS)
+
+    def run_pending(self, agent_id: int, agent_name: str, llm: LLM) -> MaintenanceOutcome | None:
+        """One maintenance call over the oldest waiting batches that fit; None if none wait."""
+        waiting = self.pending(agent_id)
+        if not waiting:
+            return None
+        chosen: list[SummaryRecord] = []
+        used = 0
+        for summary in waiting:
+            cost = summary.tokens + sum(
+                msg.tokens for msg in self.store.summary_messages([summary.id])
+            )
+            if chosen and used + cost > BATCH_SHARE * llm.context_window:
+                break
+            chosen.append(summary)
+            used += cost
+        return self.run(agent_id, agent_name, llm, chosen)
+
+    def run(
+        self, agent_id: int, agent_name: str, llm: LLM, summaries: Sequence[SummaryRecord]
+    ) -> MaintenanceOutcome:
+        ids = tuple(s.id for s in summaries)
+        messages = self.store.summary_messages(ids)
+        lines = transcript(messages, agent_name)
+        profile = self.profiles.get(agent_id)
+        summary_text = "\n\n".join(f"{summary_heading(_dated(s))}\n{s.text}" for s in summaries)
+        batch_text = summary_text + "\n" + "\n".join(line.text for line in lines)
+        known = m.select_known_memories(self._own_memories(agent_id), batch_text)
+        request = m.MaintenanceInput(
+            agent_name=agent_name,
+            profile=profile.text,
+            summary=summary_text,
+            transcript=lines,
+            memories=known,
+            budget_tokens=self.profiles.budget,
+            today=datetime.now(UTC).date().isoformat(),
+        )
+        prompt = [Message.from_openai(x) for x in m.build_messages(request)]
+        try:
+            reply = llm.complete(prompt, max_tokens=MAX_OUTPUT_TOKENS, call_site="maintenance")
+        except ProviderError as exc:
+            return self._failed(ids, f"the maintenance model failed: {exc}")
+        parsed = m.parse_reply(reply.content, known)
+        if parsed.archive_error and parsed.profile_error:
+            return self._failed(
+                ids, f"unusable reply: {parsed.archive_error}; {parsed.profile_error}"
+            )
+        notes = list(parsed.notes)
+        added, updated = self._apply(agent_id, parsed.operations, summaries, notes)
+        if parsed.archive_error:
+            notes.append(parsed.archive_error)
+        rewrite = self.profiles.rewrite(
+            agent_id, parsed.profile, profile.revision, source="maintenance"
+        )
+        notes.extend(rewrite.notes)
+        self.store.record_maintenance(ids, "done", None)
+        return MaintenanceOutcome(ids, "done", added, updated, rewrite.updated, None, tuple(notes))
+
+    def _own_memories(self, agent_id: int) -> list[m.KnownMemory]:
+        records, _ = self.store.list_memories(agent_id, MemoryFilter(), KNOWN_POOL, 0)
+        return [
+            m.KnownMemory(r.id, r.content, r.category.value, r.subject, r.created_at)
+            for r in records
+            if r.agent_id == agent_id  # updates are owner-only: show only what it may change
+        ]
+
+    def _apply(
+        self,
+        agent_id: int,
+        operations: Sequence[m.AddMemory | m.UpdateMemory],
+        summaries: Sequence[SummaryRecord],
+        notes: list[str],
+    ) -> tuple[int, int]:
+        last = summaries[-1]
+        context = f"From a conversation, {last.first_at[:10]} to {last.last_at[:10]}"
+        adds = [
+            NewMemory(
+                agent_id=agent_id,
+                content=op.content,
+                category=op.category,
+                subject=op.subject,
+                importance=op.importance,
+                scope=Scope.PRIVATE,
+                source_context=context,
+                source=Source.AUTOMATIC,
+                source_message_id=last.last_message_id,
+                created_at=last.last_at,  # when it happened, so `since` and dates work
+            )
+            for op in operations
+            if isinstance(op, m.AddMemory)
+        ]
+        added = sum(not r.duplicate for r in self.archive.memorize_many(adds)) if adds else 0
+        updated = 0
+        for op in operations:
+            if not isinstance(op, m.UpdateMemory):
+                continue
+            changes = MemoryChanges(
+                content=KEEP if op.content is None else op.content,
+                category=KEEP if op.category is None else op.category,
+                subject=KEEP if op.subject is None else op.subject,
+                importance=KEEP if op.importance is None else op.importance,
+            )
+            try:
+                self.archive.update(agent_id, op.memory_id, changes)
+                updated += 1
+            except NotFound:
+                notes.append(f"update of memory {op.memory_id} skipped: it no longer exists")
+            except HivekeepError as exc:
+                notes.append(f"update of memory {op.memory_id} skipped: {exc}")
+        return added, updated
+
+    def _failed(self, ids: tuple[int, ...], error: str) -> MaintenanceOutcome:
+        log.warning("Maintenance of summaries %s failed: %s", ids, error)
+        self.store.record_maintenance(ids, "failed", error)
+        return MaintenanceOutcome(ids, "failed", error=error)
+
+
+def _dated(s: SummaryRecord) -> DatedText:
+    return DatedText(s.text, s.first_at, s.last_at, s.message_count, s.depth)

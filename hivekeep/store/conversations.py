@@ -1,0 +1,205 @@
+"""The storage interface for conversations: messages, summaries, maintenance state and leases.
+
+Split from ``base.py`` because it is a separate concern (the agent loop and compaction), but every
+backend implements both: ``Store`` extends ``ConversationStore``. The fold and merge writes are
+single transactions on purpose: a summary and the messages (or summaries) it replaces change
+together or not at all, so a crash can never leave a batch both summarised and raw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+MaintenanceStatus = Literal["pending", "done", "failed"]
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """A tool call as stored on an assistant message (arguments as the model sent them)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ConversationRecord:
+    id: int
+    agent_id: int
+    title: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    role: str
+    content: str
+    tokens: int
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    speaker: str | None = None
+    is_compaction_record: bool = False
+    record: Mapping[str, Any] | None = None  # a compaction record's details (JSON)
+    created_at: str | None = None  # None: now
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    id: int
+    conversation_id: int
+    role: str
+    content: str
+    tokens: int
+    tool_calls: tuple[ToolCallRecord, ...]
+    tool_call_id: str | None
+    tool_name: str | None
+    speaker: str | None
+    summary_id: int | None  # None: still raw
+    is_compaction_record: bool
+    record: dict[str, Any] | None
+    created_at: str
+
+
+@dataclass(frozen=True)
+class NewSummary:
+    text: str
+    tokens: int
+    first_at: str
+    last_at: str
+    message_count: int
+    first_message_id: int | None = None
+    last_message_id: int | None = None
+    depth: int = 0
+    source_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class SummaryRecord:
+    id: int
+    conversation_id: int
+    agent_id: int
+    text: str
+    tokens: int
+    first_at: str
+    last_at: str
+    message_count: int
+    first_message_id: int | None
+    last_message_id: int | None
+    depth: int
+    source_ids: tuple[int, ...]
+    in_context: bool
+    maintenance_status: MaintenanceStatus
+    maintenance_attempts: int
+    maintenance_error: str | None
+    created_at: str
+
+    @property
+    def compressed(self) -> bool:
+        """Merged from other summaries (shown to the model as ``[compressed]``)."""
+        return self.depth > 0
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Per-agent overrides stored with the agent: a model spec and compaction numbers."""
+
+    model: str | None = None
+    compaction: dict[str, Any] = field(default_factory=dict)
+
+
+class ConversationStore(Protocol):
+    """Conversations and their compaction state. Each method is one transaction."""
+
+    # per-agent settings -----------------------------------------------------------------------
+    def get_agent_settings(self, agent_id: int) -> AgentSettings: ...
+
+    def save_agent_settings(self, agent_id: int, settings: AgentSettings) -> None: ...
+
+    # conversations ----------------------------------------------------------------------------
+    def create_conversation(self, agent_id: int, title: str) -> ConversationRecord: ...
+
+    def get_conversation(self, conversation_id: int) -> ConversationRecord:
+        """Raises NotFound."""
+        ...
+
+    def list_conversations(self, agent_id: int) -> list[ConversationRecord]:
+        """Newest activity first."""
+        ...
+
+    # messages ---------------------------------------------------------------------------------
+    def add_messages(
+        self, conversation_id: int, messages: Sequence[NewMessage]
+    ) -> list[MessageRecord]:
+        """Append in order, in one transaction; bumps the conversation's ``updated_at``."""
+        ...
+
+    def raw_messages(self, conversation_id: int) -> list[MessageRecord]:
+        """Messages not yet folded into a summary, oldest first, compaction records excluded."""
+        ...
+
+    def list_messages(
+        self, conversation_id: int, *, after_id: int = 0, limit: int = 200
+    ) -> list[MessageRecord]:
+        """Every message (folded and records included) with id > ``after_id``, oldest first."""
+        ...
+
+    def summary_messages(self, summary_ids: Sequence[int]) -> list[MessageRecord]:
+        """The messages folded into these summaries, oldest first."""
+        ...
+
+    # summaries --------------------------------------------------------------------------------
+    def fold(
+        self, conversation_id: int, summary: NewSummary, message_ids: Sequence[int]
+    ) -> SummaryRecord:
+        """Insert a depth-0 summary and mark ``message_ids`` folded into it, atomically.
+
+        Raises ConflictError (writing nothing) when any of them is not a raw message of this
+        conversation any more: another compaction got there first.
+        """
+        ...
+
+    def merge(
+        self, conversation_id: int, summary: NewSummary, source_ids: Sequence[int]
+    ) -> SummaryRecord:
+        """Insert a merged summary and take its sources out of context, atomically.
+
+        The merged row needs no maintenance of its own (its sources had theirs), so it is stored
+        ``done``. Raises ConflictError when a source is not an in-context summary here any more.
+        """
+        ...
+
+    def context_summaries(self, conversation_id: int) -> list[SummaryRecord]:
+        """In-context summaries, oldest first (by the first message they cover)."""
+        ...
+
+    def unmaintained_summaries(self, agent_id: int, max_attempts: int) -> list[SummaryRecord]:
+        """Depth-0 summaries whose maintenance is pending or failed fewer than ``max_attempts``
+        times, oldest first, across all the agent's conversations."""
+        ...
+
+    def record_maintenance(
+        self, summary_ids: Sequence[int], status: MaintenanceStatus, error: str | None
+    ) -> None:
+        """Set the status of these summaries and count one more attempt."""
+        ...
+
+    # meta and leases --------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> str | None:
+        """Take the lease ``name`` for ``holder`` unless someone else holds a live one.
+
+        Returns None on success, else the current holder. A lease past its expiry is free; so is
+        one whose holder, on this host, is a process that no longer exists (a crash).
+        """
+        ...
+
+    def release_lease(self, name: str, holder: str) -> None:
+        """Give the lease back (only if ``holder`` still holds it)."""
+        ...
