@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from hivekeep.agent import Agent
 from hivekeep.config import Settings
-from hivekeep.errors import EmbedderMismatch, ValidationError
+from hivekeep.errors import EmbedderMismatch, HivekeepError, ValidationError
 from hivekeep.events import EventBus
 from hivekeep.providers.base import Embedder
 from hivekeep.providers.embeddings.registry import create_embedder
+from hivekeep.providers.llm.base import LLM
 from hivekeep.services.archive import ArchiveService, Backfill, Progress
+from hivekeep.services.chat import ChatService
+from hivekeep.services.compaction import AgentLease, CompactionService
+from hivekeep.services.compile import BootstrapOutcome, ProfileCompiler
+from hivekeep.services.conversation import ConversationService
 from hivekeep.services.embedding import EmbeddingService
+from hivekeep.services.llms import LLMResolver
+from hivekeep.services.maintenance import MaintenanceOutcome, MaintenanceService
 from hivekeep.services.profile import ProfileService
 from hivekeep.services.recall import RecallService
 from hivekeep.store.base import Store
@@ -24,6 +32,28 @@ log = logging.getLogger(__name__)
 
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _.\-]{0,63}")
 BACKFILL_ON_OPEN = 500  # a bigger backlog is left to `hivekeep reembed` (with a progress bar)
+
+
+def _agent_name(name: str) -> str:
+    name = name.strip()
+    if not _AGENT_NAME.fullmatch(name):
+        raise ValidationError(
+            f"Agent name {name!r} is not valid: use 1-64 letters, digits, spaces, '_', '.' "
+            "or '-', starting with a letter."
+        )
+    return name
+
+
+def _agent_role(role: str) -> str:
+    if len(role) > 4000:
+        raise ValidationError(f"An agent's role is at most 4000 characters, got {len(role)}.")
+    return role
+
+
+@dataclass(frozen=True)
+class Resumed:
+    bootstrap: BootstrapOutcome
+    maintenance: tuple[MaintenanceOutcome, ...]
 
 
 class Hive:
@@ -48,6 +78,7 @@ class Hive:
         embedder: Embedder | str | None = None,
         settings: Settings | None = None,
         switch_embedder: bool = False,
+        llm: LLM | str | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         target = str(path) if path is not None else self.settings.db
@@ -72,6 +103,16 @@ class Hive:
         )
         self.recall_service = RecallService(self.store, self.embeddings, defaults)
         self.profiles = ProfileService(self.store, self.settings.profile_max_tokens, self.events)
+        self.llms = LLMResolver(self.store, self.settings, llm)
+        self.conversations = ConversationService(self.store, self.settings.compaction())
+        self.maintenance = MaintenanceService(self.store, self.archive, self.profiles)
+        self.compaction = CompactionService(
+            self.store, self.events, self.conversations, self.profiles, self.maintenance, self.llms
+        )
+        self.chats = ChatService(
+            self.store, self.conversations, self.profiles, self.compaction, self.llms
+        )
+        self.compiler = ProfileCompiler(self.store, self.profiles, self.llms)
         if not switch_embedder and self.store.count_pending():
             self.archive.backfill(limit=BACKFILL_ON_OPEN)  # switching: reembed() shows progress
 
@@ -93,15 +134,7 @@ class Hive:
     # agents -------------------------------------------------------------------------------------
     def create_agent(self, name: str, role: str = "") -> Agent:
         """A new agent with an empty profile; the name must be unused (case-insensitive)."""
-        name = name.strip()
-        if not _AGENT_NAME.fullmatch(name):
-            raise ValidationError(
-                f"Agent name {name!r} is not valid: use 1-64 letters, digits, spaces, '_', '.' "
-                "or '-', starting with a letter."
-            )
-        if len(role) > 4000:
-            raise ValidationError(f"An agent's role is at most 4000 characters, got {len(role)}.")
-        return Agent(self, self.store.create_agent(name, role))
+        return Agent(self, self.store.create_agent(_agent_name(name), _agent_role(role)))
 
     def get_agent(self, key: int | str) -> Agent:
         """By id or by name (a string of digits is taken as an id)."""
@@ -111,6 +144,54 @@ class Hive:
 
     def agents(self) -> list[Agent]:
         return [Agent(self, record) for record in self.store.list_agents()]
+
+    def update_agent(
+        self, key: int | str, *, name: str | None = None, role: str | None = None
+    ) -> Agent:
+        """Rename an agent and/or change its role (None keeps it); names stay unique."""
+        agent_id = self.get_agent(key).id
+        name = None if name is None else _agent_name(name)
+        role = None if role is None else _agent_role(role)
+        return Agent(self, self.store.update_agent(agent_id, name=name, role=role))
+
+    def delete_agent(self, key: int | str) -> None:
+        """Delete an agent with its profile and every memory it wrote, shared ones included."""
+        self.store.delete_agent(self.get_agent(key).id)
+
+    # models and upkeep --------------------------------------------------------------------------
+    def set_agent_llm(self, key: int | str, llm: LLM | str | None) -> None:
+        """The agent's chat model: an object (this process only), a ``provider:model`` spec
+        (stored with the agent), or None (back to the hive's model)."""
+        agent = self.get_agent(key)
+        if isinstance(llm, str) or llm is None:
+            self.llms.set_agent_llm(agent.id, None)
+            self.conversations.configure(agent.id, model=llm)
+        else:
+            self.llms.set_agent_llm(agent.id, llm)
+
+    def bootstrap(self) -> BootstrapOutcome:
+        """Compile a first profile for agents whose profile is empty (once per hive; SPEC §9)."""
+        return self.compiler.bootstrap()
+
+    def resume(self) -> Resumed:
+        """The deferred start-up work: bootstrap, then every batch whose maintenance is still
+        pending (left by a crash or an LLM outage). Servers and the CLI call this after opening;
+        without it, a batch is retried at its agent's next compaction."""
+        bootstrap = self.bootstrap()
+        maintained = []
+        for agent in self.store.list_agents():
+            if not self.maintenance.pending(agent.id):
+                continue
+            try:
+                with AgentLease(self.store, agent.id):
+                    llm = self.llms.for_purpose(agent.id, "maintenance")
+                    outcome = self.maintenance.run_pending(agent.id, agent.name, llm)
+            except HivekeepError as exc:
+                log.warning("Pending maintenance of agent %s not run: %s", agent.name, exc)
+                continue
+            if outcome is not None:
+                maintained.append(outcome)
+        return Resumed(bootstrap, tuple(maintained))
 
     # embeddings ---------------------------------------------------------------------------------
     def backfill(self, progress: Progress | None = None) -> Backfill:
