@@ -40,6 +40,13 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
         "MEMORY_RRF_K",
         "MEMORY_FTS_BOOST",
         "MEMORY_PROFILE_MAX_TOKENS",
+        "HIVEKEEP_LLM",
+        "MEMORY_EXTRACTION_MODEL",
+        "COMPACTING_MODEL",
+        "COMPACTING_THRESHOLD_PERCENT",
+        "COMPACTING_KEEP_PERCENT",
+        "COMPACTING_MAX_SUMMARIES",
+        "COMPACTING_SUMMARY_BUDGET_PERCENT",
     ):
         monkeypatch.delenv(name, raising=False)
 
