@@ -105,11 +105,7 @@ def test_summaries_accumulate_and_the_oldest_half_merges_into_a_compressed_one(
     assert [s.text for s in summaries] == ["Days 1 and 2, compressed.", *texts[2:]]
     merged = summaries[0]
     assert merged.depth == 1 and merged.compressed and len(merged.source_ids) == 2
-    assert (
-        merged.message_count
-        == sum(s.message_count for s in hive.store.context_summaries(conversation)[1:2])
-        or merged.message_count > 0
-    )
+    assert merged.first_at < summaries[1].first_at and merged.message_count > 0
     assert calls_by_site(llm) == {"compaction": 4, "merge": 1, "maintenance": 4}
     merge_call = next(c for c in llm.calls if c.call_site == "merge")
     assert "Summary of day 1." in merge_call.text and "Summary of day 3." not in merge_call.text
