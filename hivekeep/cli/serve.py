@@ -1,0 +1,63 @@
+"""``hivekeep serve``: the REST API and live events over HTTP (uvicorn), on loopback by default.
+
+Listening beyond this machine without a token would hand every agent's memory to the network, so a
+non-loopback ``--host`` needs ``HIVEKEEP_API_TOKEN``; the command refuses to start otherwise.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+
+import click
+
+from hivekeep.cli import db_option, open_hive
+
+TOKEN_ENV = "HIVEKEEP_API_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1); any name else is not."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _url(host: str, port: int) -> str:
+    bare = host.strip("[]")
+    return f"http://[{bare}]:{port}" if ":" in bare else f"http://{bare}:{port}"
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="TCP port."
+)
+@db_option
+def serve(host: str, port: int, db: str) -> None:
+    """Serve the REST API (docs at /docs) and live events (/api/events) over HTTP.
+
+    Listens on 127.0.0.1 by default. Any other address needs HIVEKEEP_API_TOKEN, which clients
+    then send as `Authorization: Bearer <token>` (on loopback the token is used if set). Example:
+
+    \b
+        hivekeep serve --port 8765
+        HIVEKEEP_API_TOKEN=$(openssl rand -hex 32) hivekeep serve --host 0.0.0.0
+    """
+    token = os.environ.get(TOKEN_ENV, "").strip() or None
+    if token is None and not is_loopback(host):
+        raise click.ClickException(
+            f"Refusing to listen on {host} without a token: anyone who can reach it could read and "
+            f"change every agent's memory. Set {TOKEN_ENV} to a long random secret (clients send "
+            f"'Authorization: Bearer <token>'), or listen on 127.0.0.1."
+        )
+    from hivekeep.server.runner import run_server  # here: other commands skip the web stack
+
+    with open_hive(db) as hive:
+        url = _url(host, port)
+        auth = f"bearer token from {TOKEN_ENV}" if token else "none (loopback only)"
+        click.echo(f"hivekeep: serving {hive.path} at {url} (docs: {url}/docs; auth: {auth})")
+        run_server(hive, host=host.strip("[]"), port=port, token=token)

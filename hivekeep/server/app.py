@@ -1,0 +1,62 @@
+"""``create_app``: the FastAPI application over one Hive.
+
+Routes are plain (sync) functions: FastAPI runs them in its threadpool, and the SQLite store
+serialises access with its own lock. Only the event stream is async. CORS is deliberately off: the
+API is for local tools and same-origin pages, and a token-protected server is not meant to be
+called from arbitrary web origins.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+
+from fastapi import APIRouter, Depends, FastAPI
+
+from hivekeep.hive import Hive
+from hivekeep.server.auth import bearer_auth
+from hivekeep.server.errors import ERROR_RESPONSES, install_error_handlers
+from hivekeep.server.events import HEARTBEAT_S, EventStreams
+from hivekeep.server.routes import ROUTERS
+from hivekeep.server.schemas import Health
+
+DESCRIPTION = """Persistent memory for LLM agents: agents, their archive of memories, their
+profile, the seven memory tools, and live events (SSE).
+
+Errors are JSON: `{"error": {"code": "not_found", "message": "..."}}`. With a server token
+(`HIVEKEEP_API_TOKEN`), every `/api` route except `/api/health` needs
+`Authorization: Bearer <token>`."""
+
+
+def create_app(
+    hive: Hive, *, token: str | None = None, heartbeat_s: float = HEARTBEAT_S
+) -> FastAPI:
+    """The API over ``hive``; with ``token``, /api routes (but health) need it as a bearer token.
+
+    The caller keeps ownership of ``hive`` (opens and closes it around the server's life).
+    """
+    app = FastAPI(
+        title="hivekeep",
+        version=version("hivekeep"),
+        description=DESCRIPTION,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.hive = hive
+    app.state.heartbeat_s = heartbeat_s
+    app.state.event_streams = EventStreams()  # ``close_all()`` when the server stops
+    install_error_handlers(app)
+
+    @app.get("/api/health", tags=["health"])
+    def health() -> Health:
+        """Liveness, open without a token (it reveals nothing of the hive)."""
+        return Health(status="ok", version=app.version, auth=token is not None)
+
+    api = APIRouter(
+        prefix="/api",
+        dependencies=[Depends(bearer_auth(token))] if token is not None else [],
+        responses=ERROR_RESPONSES,
+    )
+    for router in ROUTERS:
+        api.include_router(router)
+    app.include_router(api)
+    return app

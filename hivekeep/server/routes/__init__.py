@@ -1,0 +1,19 @@
+"""The /api routers, one module per resource; ``app.create_app`` mounts every one in ``ROUTERS``.
+
+A new resource (e.g. conversations) is a new module with an ``APIRouter``, added here.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from hivekeep.server import events
+from hivekeep.server.routes import agents, memories, profile, tools
+
+ROUTERS: tuple[APIRouter, ...] = (
+    agents.router,
+    memories.router,
+    profile.router,
+    tools.router,
+    events.router,
+)

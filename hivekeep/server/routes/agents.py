@@ -1,0 +1,50 @@
+"""``/api/agents``: list, create, read, rename or re-describe, and delete agents."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from fastapi import APIRouter
+
+from hivekeep.agent import Agent
+from hivekeep.errors import ValidationError
+from hivekeep.server.deps import AgentDep, HiveDep
+from hivekeep.server.schemas import AgentList, AgentOut, AgentPatch, NewAgent
+
+router = APIRouter(prefix="/agents", tags=["agents"])
+
+
+def agent_out(agent: Agent) -> AgentOut:
+    return AgentOut(**asdict(agent.record))
+
+
+@router.get("")
+def list_agents(hive: HiveDep) -> AgentList:
+    """Every agent of the hive, oldest first."""
+    return AgentList(agents=[agent_out(agent) for agent in hive.agents()])
+
+
+@router.post("", status_code=201, responses={409: {"description": "The name is taken."}})
+def create_agent(body: NewAgent, hive: HiveDep) -> AgentOut:
+    """A new agent with an empty profile; names are unique, case-insensitively."""
+    return agent_out(hive.create_agent(body.name, role=body.role))
+
+
+@router.get("/{agent}")
+def get_agent(agent: AgentDep) -> AgentOut:
+    """One agent, by id or name."""
+    return agent_out(agent)
+
+
+@router.patch("/{agent}", responses={409: {"description": "The new name is taken."}})
+def update_agent(agent: AgentDep, body: AgentPatch, hive: HiveDep) -> AgentOut:
+    """Rename the agent and/or change its role."""
+    if body.name is None and body.role is None:
+        raise ValidationError("Send at least one of 'name' and 'role' to change.")
+    return agent_out(hive.update_agent(agent.id, name=body.name, role=body.role))
+
+
+@router.delete("/{agent}", status_code=204)
+def delete_agent(agent: AgentDep, hive: HiveDep) -> None:
+    """Delete the agent with its profile and every memory it wrote (shared ones included)."""
+    hive.delete_agent(agent.id)

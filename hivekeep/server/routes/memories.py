@@ -1,0 +1,99 @@
+"""``/api/agents/{agent}/memories``: an agent's archive as it sees it (own + shared memories)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+
+from hivekeep.agent import Agent
+from hivekeep.server.deps import AgentDep, HiveDep, MemoryId
+from hivekeep.server.schemas import (
+    RECALL_WINDOW,
+    MemoryList,
+    MemoryOut,
+    MemoryPatch,
+    MemoryQuery,
+    MemoryWritten,
+    NewMemoryBody,
+)
+from hivekeep.views import memory_view
+
+router = APIRouter(prefix="/agents/{agent}/memories", tags=["memories"])
+
+
+def _out(view: dict[str, Any]) -> MemoryOut:
+    return MemoryOut.model_validate(view)
+
+
+def _search(agent: Agent, params: MemoryQuery) -> MemoryList:
+    """Recall's ranking over the best ``RECALL_WINDOW`` matches, paged by limit/offset."""
+    assert params.query is not None
+    result = agent.recall(
+        params.query, limit=RECALL_WINDOW, subject=params.subject, category=params.category
+    )
+    # recall sees only the agent's own memories and shared ones, so a private hit is its own
+    hits = [h for h in result.hits if params.scope in (None, h.memory.scope.value)]
+    page = hits[params.offset : params.offset + params.limit]
+    listed = MemoryList(
+        memories=[_out(memory_view(hit.memory, agent.id, score=hit.score)) for hit in page],
+        total=len(hits),
+        has_more=params.offset + len(page) < len(hits),
+    )
+    if result.warning:  # set only when there is one: absent rather than null in the JSON
+        listed.warning = result.warning
+    return listed
+
+
+@router.get("", response_model_exclude_unset=True)
+def list_memories(agent: AgentDep, params: Annotated[MemoryQuery, Query()]) -> MemoryList:
+    """With ``query``: ranked by relevance (hybrid recall). Without: newest first."""
+    if params.query:
+        return _search(agent, params)
+    page = agent.list_memories(
+        subject=params.subject,
+        category=params.category,
+        scope=params.scope,
+        limit=params.limit,
+        offset=params.offset,
+    )
+    return MemoryList(
+        memories=[_out(memory_view(memory, agent.id)) for memory in page.memories],
+        total=page.total,
+        has_more=page.has_more,
+    )
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model_exclude_unset=True,
+    responses={200: {"model": MemoryWritten, "description": "Already known: the existing one."}},
+)
+def create_memory(agent: AgentDep, body: NewMemoryBody, response: Response) -> MemoryWritten:
+    """Save a memory (201), or return the equivalent one already visible (200, duplicate)."""
+    [written] = agent.memorize_many([body.model_dump()])
+    if written.duplicate:
+        response.status_code = 200
+    return MemoryWritten(
+        memory=_out(memory_view(written.memory, agent.id)), duplicate=written.duplicate
+    )
+
+
+@router.get("/{memory_id}", response_model_exclude_unset=True)
+def get_memory(agent: AgentDep, memory_id: MemoryId, hive: HiveDep) -> MemoryOut:
+    """One memory the agent can see: its own, or another agent's shared one."""
+    return _out(memory_view(hive.store.get_memory(memory_id, agent.id), agent.id))
+
+
+@router.patch("/{memory_id}", response_model_exclude_unset=True)
+def update_memory(agent: AgentDep, memory_id: MemoryId, body: MemoryPatch) -> MemoryOut:
+    """Change a memory this agent wrote; fields left out are kept."""
+    changes = body.model_dump(exclude_unset=True)
+    return _out(memory_view(agent.update_memory(memory_id, **changes), agent.id))
+
+
+@router.delete("/{memory_id}", status_code=204)
+def delete_memory(agent: AgentDep, memory_id: MemoryId) -> None:
+    """Forget a memory this agent wrote."""
+    agent.forget(memory_id)

@@ -1,0 +1,154 @@
+"""Request and response models: every body and query is validated before a route runs.
+
+Limits are those of the tools (``hivekeep.tools``): a memory's body *is* ``MemorizeArgs``, and the
+other models repeat its field limits, so the API accepts and refuses what the tools do. Responses
+mirror ``hivekeep.views.memory_view``, the one JSON shape of a memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hivekeep.tools import CategoryName, MemorizeArgs, ScopeName
+
+AGENT_NAME = Field(min_length=1, max_length=64, description="1-64 letters, digits, ' _.-'.")
+SUBJECT = Field(default=None, min_length=1, max_length=200, description="Who or what it is about.")
+RECALL_WINDOW = 50  # a search ranks at most this many memories (recall's own maximum)
+
+
+class Body(BaseModel):
+    """Request bodies refuse unknown fields, so a typo is an error rather than silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+# agents -----------------------------------------------------------------------------------------
+class AgentOut(BaseModel):
+    id: int
+    name: str
+    role: str
+    created_at: str
+    updated_at: str
+
+
+class AgentList(BaseModel):
+    agents: list[AgentOut]
+
+
+class NewAgent(Body):
+    name: str = AGENT_NAME
+    role: str = Field(default="", max_length=4000, description="What the agent is for.")
+
+
+class AgentPatch(Body):
+    name: str | None = Field(default=None, min_length=1, max_length=64)
+    role: str | None = Field(default=None, max_length=4000)
+
+
+# memories ---------------------------------------------------------------------------------------
+class MemoryOut(BaseModel):
+    """``memory_view``: optional keys are left out (not null) when they do not apply."""
+
+    id: int
+    content: str
+    category: CategoryName
+    subject: str | None
+    importance: int | None
+    scope: ScopeName
+    age: str
+    created_at: str
+    updated_at: str
+    retrieval_count: int
+    source_context: str | None = None
+    shared_by: str | None = Field(default=None, description="Author of another agent's memory.")
+    score: float | None = Field(default=None, description="Relevance, in search results only.")
+
+
+class MemoryList(BaseModel):
+    memories: list[MemoryOut]
+    total: int = Field(description="Matches in all (a search ranks at most 50).")
+    has_more: bool
+    warning: str | None = Field(default=None, description="Set when search was degraded.")
+
+
+class NewMemoryBody(MemorizeArgs):
+    """``memorize``'s arguments, plus when the remembered thing happened (for imports)."""
+
+    created_at: str | None = Field(
+        default=None, description="ISO date or datetime; default: now.", max_length=40
+    )
+
+
+class MemoryWritten(BaseModel):
+    memory: MemoryOut
+    duplicate: bool = Field(description="True: an equivalent memory existed and is returned.")
+
+
+class MemoryPatch(Body):
+    """Fields to change; a field left out is kept. ``subject`` and ``importance`` may be null."""
+
+    content: str | None = Field(default=None, min_length=1, max_length=2000)
+    category: CategoryName | None = None
+    subject: str | None = SUBJECT
+    importance: int | None = Field(default=None, ge=1, le=10)
+    scope: ScopeName | None = None
+
+
+class MemoryQuery(BaseModel):
+    """``GET .../memories``: with ``query``, ranked by relevance; without, newest first."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    query: str | None = Field(default=None, max_length=1000, description="Search text.")
+    category: CategoryName | None = None
+    subject: str | None = SUBJECT
+    scope: ScopeName | None = Field(
+        default=None, description="'private': own private only; 'shared': every agent's shared."
+    )
+    limit: int = Field(default=50, ge=1, le=200)
+    offset: int = Field(default=0, ge=0)
+
+    @field_validator("query", mode="after")
+    @classmethod
+    def _blank_is_absent(cls, value: str | None) -> str | None:
+        """An empty search box lists memories instead of failing."""
+        return value or None
+
+
+# profile ----------------------------------------------------------------------------------------
+class ProfileOut(BaseModel):
+    agent_id: int
+    text: str = Field(description="The profile document (markdown).")
+    tokens: int
+    budget: int = Field(description="Token budget; an edit may not leave the document over it.")
+    revision: int = Field(description="Send it back as expected_revision to avoid lost updates.")
+    updated_at: str | None
+    manually_edited_at: str | None
+    last_rewrite_at: str | None
+
+
+class ProfileUpdate(Body):
+    text: str = Field(max_length=200_000, description="The whole new document (markdown).")
+    expected_revision: int | None = Field(
+        default=None, ge=0, description="Fail with 409 if the profile moved past this revision."
+    )
+
+
+# tools ------------------------------------------------------------------------------------------
+class ToolOut(BaseModel):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class ToolList(BaseModel):
+    tools: list[ToolOut]
+
+
+# health -----------------------------------------------------------------------------------------
+class Health(BaseModel):
+    status: str
+    version: str
+    auth: bool = Field(description="Whether /api routes need a bearer token.")
