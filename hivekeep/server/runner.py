@@ -7,6 +7,8 @@ error in the log.
 
 from __future__ import annotations
 
+import logging
+import threading
 from types import FrameType
 
 import uvicorn
@@ -15,7 +17,22 @@ from hivekeep.hive import Hive
 from hivekeep.server.app import create_app
 from hivekeep.server.events import EventStreams
 
+log = logging.getLogger(__name__)
+
 GRACEFUL_SHUTDOWN_S = 5  # the last resort, for a response stuck sending to a slow client
+
+
+def _resume(hive: Hive) -> None:
+    try:
+        outcome = hive.resume()
+    except Exception:  # never take the server down; the next start tries again
+        log.exception("Start-up upkeep failed")
+        return
+    log.info(
+        "Start-up upkeep: bootstrap %s, %d maintenance batches run",
+        "done" if outcome.bootstrap.done else "not done (retried next start)",
+        len(outcome.maintenance),
+    )
 
 
 class _Server(uvicorn.Server):
@@ -29,8 +46,14 @@ class _Server(uvicorn.Server):
 
 
 def run_server(hive: Hive, *, host: str, port: int, token: str | None = None) -> None:
-    """Serve ``hive`` until interrupted (SIGINT / SIGTERM)."""
+    """Serve ``hive`` until interrupted (SIGINT / SIGTERM).
+
+    The deferred start-up upkeep (bootstrap, maintenance left pending by a crash or an outage)
+    runs in the background when a model is configured, so the server answers at once.
+    """
     app = create_app(hive, token=token)
+    if hive.llms.configured:
+        threading.Thread(target=_resume, args=(hive,), name="hivekeep-resume", daemon=True).start()
     config = uvicorn.Config(
         app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, log_level="info"
     )
