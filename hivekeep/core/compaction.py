@@ -104,6 +104,7 @@ class SummaryInfo:
     tokens: int
     depth: int
     first_at: str  # ISO-8601 UTC timestamp of the first message covered; sorts as text
+    first_message_id: int = 0  # breaks ties of first_at (messages stored in one call share it)
 
     def __post_init__(self) -> None:
         if not _is_int(self.tokens) or self.tokens < 0 or not _is_int(self.depth) or self.depth < 0:
@@ -226,11 +227,12 @@ def plan_merge(
 
     When there are more than max_summaries, or together they fill more than summary_budget_percent
     of the window, the oldest half (rounded up, at least two) merges: older context is worth fewer
-    tokens, and newer summaries stay detailed. Order is by ``first_at``, then id, whatever the input
-    order. A single summary cannot merge (None); the caller sets depth to max(depth) + 1.
+    tokens, and newer summaries stay detailed. Order is by ``first_at``, then first message id,
+    then id, whatever the input order. A single summary cannot merge (None); the caller sets depth
+    to max(depth) + 1.
     """
     _check_window(window)
-    ordered = sorted(summaries, key=lambda summary: (summary.first_at, summary.id))
+    ordered = sorted(summaries, key=lambda s: (s.first_at, s.first_message_id, s.id))
     total = sum(summary.tokens for summary in ordered)
     over = len(ordered) > s.max_summaries or _over(total, s.summary_budget_percent, window)
     if not over or len(ordered) < 2:

@@ -119,7 +119,8 @@ class CompactionService:
             return False
         infos = [message_info(m) for m in context.raw]
         summaries = [
-            plan.SummaryInfo(s.id, s.tokens, s.depth, s.first_at) for s in context.summaries
+            plan.SummaryInfo(s.id, s.tokens, s.depth, s.first_at, s.first_message_id or 0)
+            for s in context.summaries
         ]
         return (
             plan.plan_fold(infos, window, settings) is not None
@@ -233,7 +234,10 @@ class CompactionService:
         summariser: LLM,
     ) -> list[int] | None:
         live = self.store.context_summaries(run.conversation_id)
-        infos = [plan.SummaryInfo(s.id, s.tokens, s.depth, s.first_at) for s in live]
+        infos = [
+            plan.SummaryInfo(s.id, s.tokens, s.depth, s.first_at, s.first_message_id or 0)
+            for s in live
+        ]
         chosen = plan.plan_merge(infos, window, settings)
         if chosen is None:
             return None

@@ -430,3 +430,16 @@ def test_render_collapsed_is_one_deterministic_line() -> None:
         "[two lines result: 0 chars, collapsed]"
     )
     assert render_tool_result("x", "", Zone.COLLAPSED, s) == "[tool result: 1 chars, collapsed]"
+
+
+def test_merge_order_breaks_timestamp_ties_by_first_message() -> None:
+    """Messages stored in one call share a timestamp; the merged summary is the newest row but
+    covers the oldest messages, so it must still count as the oldest."""
+    at = "2024-05-01T10:00:00.000000Z"
+    summaries = [
+        SummaryInfo(id=9, tokens=10, depth=1, first_at=at, first_message_id=1),
+        SummaryInfo(id=3, tokens=10, depth=0, first_at=at, first_message_id=5),
+        SummaryInfo(id=4, tokens=10, depth=0, first_at=at, first_message_id=7),
+    ]
+    chosen = plan_merge(summaries, 100_000, CompactionSettings(max_summaries=2))
+    assert chosen == (9, 3)

@@ -301,7 +301,7 @@ class ConversationRows:
     def context_summaries(self, conversation_id: int) -> list[SummaryRecord]:
         rows = self._read(
             f"SELECT {_SUMMARY_COLUMNS} FROM summaries WHERE conversation_id = ? "
-            "AND in_context = 1 ORDER BY first_at, id",
+            "AND in_context = 1 ORDER BY first_at, first_message_id, id",
             (conversation_id,),
         )
         return [_summary(row) for row in rows]
