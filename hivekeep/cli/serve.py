@@ -32,9 +32,22 @@ def _url(host: str, port: int) -> str:
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
-    "--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="TCP port."
+    "--host",
+    default="127.0.0.1",
+    envvar="HIVEKEEP_HOST",
+    show_default=True,
+    show_envvar=True,
+    help="Address to listen on.",
+)
+@click.option(
+    "--port",
+    default=8765,
+    envvar="HIVEKEEP_PORT",
+    show_default=True,
+    show_envvar=True,
+    type=click.IntRange(0, 65535),
+    help="TCP port.",
 )
 @db_option
 def serve(host: str, port: int, db: str) -> None:
