@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 CategoryName = Literal["fact", "preference", "decision", "knowledge"]
 ScopeName = Literal["private", "shared"]
+MAX_ID = 2**63 - 1  # the largest id a store can hold; bigger ones cannot exist (nor bind in SQL)
 Subject = Field(default=None, min_length=1, max_length=200, description="Who or what it is about.")
 
 
@@ -65,7 +66,7 @@ class EditProfileArgs(_Args):
 
 
 class UpdateMemoryArgs(_Args):
-    memory_id: int = Field(ge=1)
+    memory_id: int = Field(ge=1, le=MAX_ID)
     content: str | None = Field(default=None, min_length=1, max_length=2000)
     category: CategoryName | None = None
     subject: str | None = Subject
@@ -74,7 +75,7 @@ class UpdateMemoryArgs(_Args):
 
 
 class ForgetArgs(_Args):
-    memory_id: int = Field(ge=1)
+    memory_id: int = Field(ge=1, le=MAX_ID)
 
 
 class ListMemoriesArgs(_Args):
