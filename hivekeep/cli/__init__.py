@@ -29,6 +29,10 @@ COMMANDS = {
     "recall": "memories:recall",
     "profile": "profile:profile",
     "reembed": "embeddings:reembed",
+    "serve": "serve:serve",
+    "mcp": "mcp:mcp",
+    "chat": "chat:chat",
+    "compact": "upkeep:compact",
 }
 
 _DB_KEY = "hivekeep.db"

@@ -1,4 +1,4 @@
-"""``hivekeep profile show|edit``: read and replace an agent's profile document."""
+"""``hivekeep profile show|edit|regenerate``: read and replace an agent's profile document."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import TextIO
 import click
 
 from hivekeep import ConflictError
-from hivekeep.cli import agent_option, db_option, echo_json, json_option, open_agent
+from hivekeep.cli import agent_option, db_option, echo_json, json_option, open_agent, open_hive
+from hivekeep.services.llms import NO_LLM, LLMNotConfigured
 
 
 @click.group()
@@ -19,6 +20,7 @@ def profile() -> None:
     \b
         hivekeep profile show --agent assistant
         hivekeep profile edit --agent assistant
+        hivekeep profile regenerate --agent assistant
     """
 
 
@@ -92,3 +94,45 @@ def edit(agent_key: str, source: TextIO | None, db: str) -> None:
         f"Saved the profile of {agent.name} (revision {saved.revision}, "
         f"{saved.tokens}/{budget} tokens)."
     )
+
+
+@profile.command()
+@agent_option
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@db_option
+def regenerate(agent_key: str, yes: bool, db: str) -> None:
+    """Rewrite the agent's profile from its archive of memories, with the configured LLM.
+
+    The "Pinned" section is kept as it is; the archive is not changed. On failure (no usable answer
+    from the model, or a compaction of this agent running) the profile stays as it was and the
+    command exits with status 1. Example:
+
+    \b
+        HIVEKEEP_LLM=openai:gpt-4o-mini hivekeep profile regenerate --agent assistant
+        hivekeep profile regenerate --agent assistant --yes
+    """
+    with open_hive(db) as hive:
+        agent = hive.get_agent(agent_key)
+        try:  # the model regenerate will use: without one, say what to set before asking anything
+            hive.llms.for_purpose(agent.id, "maintenance")
+        except LLMNotConfigured:
+            raise LLMNotConfigured(NO_LLM.format(what="regenerating a profile")) from None
+        if not yes:
+            click.confirm(
+                f"Regenerate {agent.name}'s profile from its archive? Pinned is kept.", abort=True
+            )
+        outcome = agent.regenerate_profile()
+        current = agent.profile()
+    if not outcome.success:
+        raise click.ClickException(
+            f"Could not regenerate the profile of {agent.name}: {outcome.error}"
+        )
+    notes = "".join(f"\n  note: {note}" for note in outcome.notes)
+    if not outcome.updated:
+        click.echo(f"Regenerated the profile of {agent.name}: unchanged.{notes}")
+        return
+    click.echo(
+        f"Regenerated the profile of {agent.name} from {outcome.memories_read} memories "
+        f"(revision {current.revision}, {current.tokens} tokens).{notes}\n"
+    )
+    click.echo(current.text, nl=not current.text.endswith("\n"))

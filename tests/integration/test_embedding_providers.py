@@ -7,16 +7,12 @@ or to answer with shuffled, missing or misshapen vectors.
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
-import threading
 import time
 import zlib
-from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -29,6 +25,7 @@ from hivekeep.providers.embeddings.ollama import OllamaEmbedder
 from hivekeep.providers.embeddings.openai import OpenAIEmbedder
 from hivekeep.providers.embeddings.registry import create_embedder, register_embedder
 from hivekeep.providers.embeddings.voyage import VoyageEmbedder
+from tests.wire_servers import Received, Reply, WireServer
 
 KEY = "sk-hivekeep-test-4f9c2e7a1b-NEVER-PRINT-ME"
 DIM = 3  # the server's vector length unless a request asks for "dimensions"
@@ -42,108 +39,32 @@ def vector_for(text: str, dim: int = DIM) -> list[float]:
     return [float((seed + 7919 * i) % 1000) for i in range(dim)]
 
 
-@dataclass
-class Reply:
-    """One scripted answer. By default: the right embeddings for the request, at once."""
-
-    status: int = 200
-    body: Any = None  # JSON to send instead of the embeddings
-    raw: bytes | None = None  # bytes to send instead of any JSON
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-    transform: Callable[[Any], Any] | None = None  # edits the embeddings reply
+def embeddings_reply(request: Received) -> Any:
+    """The provider's success reply: Ollama's shape on /api/embed, OpenAI's elsewhere."""
+    body = request.body
+    vectors = [vector_for(text, body.get("dimensions", DIM)) for text in body["input"]]
+    if request.path.endswith("/api/embed"):
+        return {"model": body["model"], "embeddings": vectors}
+    data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+    return {"object": "list", "data": data, "model": body["model"], "usage": {"total_tokens": 1}}
 
 
-@dataclass(frozen=True)
-class Received:
-    path: str
-    headers: dict[str, str]  # names lower-cased
-    body: Any
-
-
-class FakeProviderServer:
-    """What the tests see: the URL, the requests received, and a queue of scripted replies."""
+class FakeProviderServer(WireServer):
+    """A wire server whose unscripted reply (and any reply without a body of its own) is the right
+    embeddings for the request, at once; ``Reply(transform=...)`` edits those embeddings."""
 
     def __init__(self) -> None:
-        self.url = ""
-        self.requests: list[Received] = []
-        self.replies: deque[Reply] = deque()
-        self.stopping = threading.Event()
-        self._lock = threading.Lock()
-
-    def script(self, *replies: Reply) -> None:
-        self.replies.extend(replies)
-
-    def receive(self, request: Received) -> Reply:
-        with self._lock:
-            self.requests.append(request)
-            return self.replies.popleft() if self.replies else Reply()
+        super().__init__(answer=lambda request: Reply(), default_body=embeddings_reply)
 
     @property
     def inputs(self) -> list[list[str]]:
         return [request.body["input"] for request in self.requests]
 
 
-def embeddings_reply(path: str, body: Any) -> Any:
-    """The provider's success reply: Ollama's shape on /api/embed, OpenAI's elsewhere."""
-    vectors = [vector_for(text, body.get("dimensions", DIM)) for text in body["input"]]
-    if path.endswith("/api/embed"):
-        return {"model": body["model"], "embeddings": vectors}
-    data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
-    return {"object": "list", "data": data, "model": body["model"], "usage": {"total_tokens": 1}}
-
-
-class _Server(ThreadingHTTPServer):
-    fake: FakeProviderServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def do_POST(self) -> None:
-        fake = self.server.fake
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"null")
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        reply = fake.receive(Received(self.path, headers, body))
-        if reply.delay:
-            fake.stopping.wait(reply.delay)
-        if reply.raw is not None:
-            payload = reply.raw
-        else:
-            answer = reply.body if reply.body is not None else embeddings_reply(self.path, body)
-            if reply.transform is not None:
-                answer = reply.transform(answer)
-            payload = json.dumps(answer).encode()
-        try:
-            self.send_response(reply.status)
-            for name, value in {"Content-Type": "application/json", **reply.headers}.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client timed out and left
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # keep test output clean
-
-
 @pytest.fixture
 def server() -> Iterator[FakeProviderServer]:
-    fake = FakeProviderServer()
-    httpd = _Server(("127.0.0.1", 0), _Handler)
-    httpd.fake = fake
-    fake.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
+    with FakeProviderServer() as fake:
         yield fake
-    finally:
-        fake.stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 # -- the providers ------------------------------------------------------------------------------

@@ -9,12 +9,8 @@ bytes they really receive.
 
 from __future__ import annotations
 
-import json
-import threading
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -38,6 +34,7 @@ from hivekeep.providers.llm.openai_compat import OpenAICompatLLM
 from hivekeep.providers.llm.sdk import SDKChatLLM
 from hivekeep.testing import ScriptedLLM
 from hivekeep.tools import tool_schemas
+from tests.wire_servers import Received, Reply, WireServer, openai_reply, openai_stream
 
 KEY = "sk-hivekeep-test-9b1d3f5e7a-NEVER-PRINT-ME"
 FAST = {"retry-after-ms": "10"}  # the SDKs honour it, so retries in these tests take 10 ms
@@ -45,165 +42,13 @@ FAST = {"retry-after-ms": "10"}  # the SDKs honour it, so retries in these tests
 # -- the server ---------------------------------------------------------------------------------
 
 
-@dataclass
-class Reply:
-    """One scripted answer: a JSON body, or SSE events (``(event name or None, data)``)."""
-
-    status: int = 200
-    body: Any = None
-    events: list[tuple[str | None, Any]] | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-
-
-@dataclass(frozen=True)
-class Received:
-    path: str
-    headers: dict[str, str]  # names lower-cased
-    body: Any
-
-
-class FakeLLMServer:
-    """The URL, the requests received, and a queue of scripted replies."""
-
-    def __init__(self) -> None:
-        self.url = ""
-        self.requests: list[Received] = []
-        self.replies: deque[Reply] = deque()
-        self.stopping = threading.Event()
-        self._lock = threading.Lock()
-
-    def script(self, *replies: Reply) -> None:
-        self.replies.extend(replies)
-
-    def receive(self, request: Received) -> Reply:
-        with self._lock:
-            self.requests.append(request)
-            if not self.replies:
-                return Reply(500, {"error": {"message": "the test scripted no reply"}})
-            return self.replies.popleft()
-
-    @property
-    def last(self) -> Any:
-        return self.requests[-1].body
-
-
-class _Server(ThreadingHTTPServer):
-    fake: FakeLLMServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def do_POST(self) -> None:
-        fake = self.server.fake
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"null")
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        reply = fake.receive(Received(self.path, headers, body))
-        if reply.delay:
-            fake.stopping.wait(reply.delay)
-        try:
-            self.send_response(reply.status)
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            if reply.events is not None:
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                for event, data in reply.events:
-                    line = f"event: {event}\n" if event else ""
-                    text = data if isinstance(data, str) else json.dumps(data)
-                    self.wfile.write(f"{line}data: {text}\n\n".encode())
-                    self.wfile.flush()
-            else:
-                payload = json.dumps(reply.body).encode()
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client timed out and left
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    fake = FakeLLMServer()
-    httpd = _Server(("127.0.0.1", 0), _Handler)
-    httpd.fake = fake
-    fake.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
+def server() -> Iterator[WireServer]:
+    with WireServer() as fake:
         yield fake
-    finally:
-        fake.stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 # -- each API's replies -------------------------------------------------------------------------
-
-
-def openai_reply(
-    content: str | None = "Hello.",
-    calls: Sequence[tuple[str, str, str]] = (),
-    *,
-    finish: str = "stop",
-    usage: dict[str, Any] | None = None,
-) -> Reply:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        message["tool_calls"] = [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-            for i, n, a in calls
-        ]
-    return Reply(
-        body={
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 1,
-            "model": "served-model",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": usage
-            or {
-                "prompt_tokens": 31,
-                "completion_tokens": 7,
-                "total_tokens": 38,
-                "prompt_tokens_details": {"cached_tokens": 16},
-            },
-        }
-    )
-
-
-def openai_chunk(
-    delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None
-) -> tuple[None, dict[str, Any]]:
-    """One ``chat.completion.chunk`` SSE event (``delta=None``: the usage-only last chunk)."""
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "served-model"}
-    return None, {**chunk, "choices": choices, **({"usage": usage} if usage else {})}
-
-
-def openai_stream(pieces: list[str], calls: list[tuple[str, str, list[str]]], usage: bool) -> Reply:
-    events: list[tuple[str | None, Any]] = [openai_chunk({"role": "assistant", "content": ""})]
-    events += [openai_chunk({"content": piece}) for piece in pieces]
-    for index, (call_id, name, parts) in enumerate(calls):
-        function = {"name": name, "arguments": ""}
-        start = {"index": index, "id": call_id, "type": "function", "function": function}
-        events.append(openai_chunk({"tool_calls": [start]}))
-        for part in parts:
-            more = {"index": index, "function": {"arguments": part}}
-            events.append(openai_chunk({"tool_calls": [more]}))
-    events.append(openai_chunk({}, "tool_calls" if calls else "stop"))
-    if usage:
-        totals = {"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29}
-        events.append(openai_chunk(None, usage=totals))
-    events.append((None, "[DONE]"))
-    return Reply(events=events)
 
 
 ANTHROPIC_USAGE = {
@@ -326,7 +171,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def make(server: FakeLLMServer) -> Iterator[MakeLLM]:
+def make(server: WireServer) -> Iterator[MakeLLM]:
     """Builds a provider aimed at the test server, and closes it afterwards."""
     created: list[SDKChatLLM] = []
 
@@ -399,7 +244,7 @@ CONVERSATION = [
 # -- OpenAI-compatible --------------------------------------------------------------------------
 
 
-def test_openai_request_shape_and_parsed_completion(server: FakeLLMServer, make: MakeLLM) -> None:
+def test_openai_request_shape_and_parsed_completion(server: WireServer, make: MakeLLM) -> None:
     server.script(openai_reply("You like tea."))
     log = UsageLog()
     llm = make(OPENAI, "gpt-4o-mini", usage_log=log)
@@ -447,7 +292,7 @@ def test_openai_request_shape_and_parsed_completion(server: FakeLLMServer, make:
 
 
 def test_openai_tool_calls_are_decoded_and_bad_json_is_kept_raw(
-    server: FakeLLMServer, make: MakeLLM
+    server: WireServer, make: MakeLLM
 ) -> None:
     server.script(
         openai_reply(
@@ -469,7 +314,7 @@ def test_openai_tool_calls_are_decoded_and_bad_json_is_kept_raw(
 
 
 def test_openai_reasoning_models_get_max_completion_tokens(
-    server: FakeLLMServer, make: MakeLLM
+    server: WireServer, make: MakeLLM
 ) -> None:
     server.script(openai_reply(), openai_reply())
 
@@ -482,7 +327,7 @@ def test_openai_reasoning_models_get_max_completion_tokens(
 
 
 def test_openai_stream_yields_text_then_the_whole_completion(
-    server: FakeLLMServer, make: MakeLLM
+    server: WireServer, make: MakeLLM
 ) -> None:
     server.script(
         openai_stream(
@@ -507,7 +352,7 @@ def test_openai_stream_yields_text_then_the_whole_completion(
 
 @each_wire
 def test_leaving_a_stream_early_records_nothing_and_leaks_nothing(
-    wire: Wire, server: FakeLLMServer, make: MakeLLM
+    wire: Wire, server: WireServer, make: MakeLLM
 ) -> None:
     reply = openai_stream(["a ", "b ", "c"], [], usage=True)
     server.script(reply if wire is OPENAI else anthropic_stream(["a ", "b ", "c"], None))
@@ -521,7 +366,7 @@ def test_leaving_a_stream_early_records_nothing_and_leaks_nothing(
     llm.close()
 
 
-def test_openai_stream_without_usage_is_estimated(server: FakeLLMServer, make: MakeLLM) -> None:
+def test_openai_stream_without_usage_is_estimated(server: WireServer, make: MakeLLM) -> None:
     server.script(openai_stream(["Hello ", "there."], [], usage=False))
 
     *_, completion = make(OPENAI).stream([Message("user", "Say hello to me")])
@@ -533,7 +378,7 @@ def test_openai_stream_without_usage_is_estimated(server: FakeLLMServer, make: M
 
 
 def test_ollama_needs_no_key_and_reads_ollama_host(
-    server: FakeLLMServer, from_spec: FromSpec, monkeypatch: pytest.MonkeyPatch
+    server: WireServer, from_spec: FromSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OLLAMA_HOST", server.url.removeprefix("http://"))
     server.script(openai_reply("hi"))
@@ -557,7 +402,7 @@ def test_ollama_needs_no_key_and_reads_ollama_host(
 
 
 def test_openai_base_url_and_key_come_from_the_environment(
-    server: FakeLLMServer, from_spec: FromSpec, monkeypatch: pytest.MonkeyPatch
+    server: WireServer, from_spec: FromSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
@@ -573,9 +418,7 @@ def test_openai_base_url_and_key_come_from_the_environment(
 # -- Anthropic ----------------------------------------------------------------------------------
 
 
-def test_anthropic_request_shape_and_parsed_completion(
-    server: FakeLLMServer, make: MakeLLM
-) -> None:
+def test_anthropic_request_shape_and_parsed_completion(server: WireServer, make: MakeLLM) -> None:
     server.script(
         anthropic_reply(
             [
@@ -633,7 +476,7 @@ def test_anthropic_request_shape_and_parsed_completion(
     assert llm.context_window == 200_000
 
 
-def test_anthropic_explicit_max_tokens_and_no_caching(server: FakeLLMServer, make: MakeLLM) -> None:
+def test_anthropic_explicit_max_tokens_and_no_caching(server: WireServer, make: MakeLLM) -> None:
     server.script(anthropic_reply([{"type": "text", "text": "ok"}], stop="max_tokens"))
 
     completion = make(ANTHROPIC, prompt_caching=False).complete(
@@ -647,7 +490,7 @@ def test_anthropic_explicit_max_tokens_and_no_caching(server: FakeLLMServer, mak
 
 
 def test_anthropic_stream_yields_text_then_the_whole_completion(
-    server: FakeLLMServer, make: MakeLLM
+    server: WireServer, make: MakeLLM
 ) -> None:
     server.script(anthropic_stream(["Hel", "lo!"], ("toolu_2", "recall", ['{"query"', ': "tea"}'])))
     llm = make(ANTHROPIC)
@@ -666,7 +509,7 @@ def test_anthropic_stream_yields_text_then_the_whole_completion(
 
 
 def test_anthropic_base_url_and_key_come_from_the_environment(
-    server: FakeLLMServer, from_spec: FromSpec, monkeypatch: pytest.MonkeyPatch
+    server: WireServer, from_spec: FromSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
@@ -685,7 +528,7 @@ def test_anthropic_base_url_and_key_come_from_the_environment(
 @each_wire
 @pytest.mark.parametrize(("status", "kind"), [(429, "rate_limit_error"), (500, "api_error")])
 def test_429_and_5xx_are_retried_by_the_sdk(
-    wire: Wire, status: int, kind: str, server: FakeLLMServer, make: MakeLLM
+    wire: Wire, status: int, kind: str, server: WireServer, make: MakeLLM
 ) -> None:
     server.script(wire.error(status, kind, "slow down"), wire.success())
 
@@ -697,7 +540,7 @@ def test_429_and_5xx_are_retried_by_the_sdk(
 
 @each_wire
 def test_400_is_not_retried_and_the_error_says_why(
-    wire: Wire, server: FakeLLMServer, make: MakeLLM
+    wire: Wire, server: WireServer, make: MakeLLM
 ) -> None:
     server.script(wire.error(400, "invalid_request_error", f"messages: bad role (key {KEY})"))
 
@@ -715,7 +558,7 @@ def test_400_is_not_retried_and_the_error_says_why(
 
 @each_wire
 def test_retries_give_up_with_a_provider_error(
-    wire: Wire, server: FakeLLMServer, make: MakeLLM
+    wire: Wire, server: WireServer, make: MakeLLM
 ) -> None:
     server.script(*[wire.error(503, "overloaded_error", "busy")] * 2)
 
@@ -725,7 +568,7 @@ def test_retries_give_up_with_a_provider_error(
 
 
 @each_wire
-def test_401_names_the_key_variable(wire: Wire, server: FakeLLMServer, make: MakeLLM) -> None:
+def test_401_names_the_key_variable(wire: Wire, server: WireServer, make: MakeLLM) -> None:
     server.script(wire.error(401, "authentication_error", "invalid x-api-key"))
     env = "OPENAI_API_KEY" if wire is OPENAI else "ANTHROPIC_API_KEY"
 
@@ -736,7 +579,7 @@ def test_401_names_the_key_variable(wire: Wire, server: FakeLLMServer, make: Mak
 
 
 @each_wire
-def test_a_slow_server_is_a_timeout(wire: Wire, server: FakeLLMServer, make: MakeLLM) -> None:
+def test_a_slow_server_is_a_timeout(wire: Wire, server: WireServer, make: MakeLLM) -> None:
     slow = wire.success()
     slow.delay = 3.0
     server.script(slow)
@@ -760,7 +603,7 @@ def test_an_unreachable_server_is_a_provider_error(wire: Wire, make: MakeLLM) ->
 
 @each_wire
 def test_a_failing_stream_is_a_provider_error(
-    wire: Wire, server: FakeLLMServer, make: MakeLLM
+    wire: Wire, server: WireServer, make: MakeLLM
 ) -> None:
     server.script(wire.error(400, "invalid_request_error", "no streaming today"))
 
