@@ -33,6 +33,9 @@ COMMANDS = {
     "mcp": "mcp:mcp",
     "chat": "chat:chat",
     "compact": "upkeep:compact",
+    "export": "transfer:export",
+    "import": "transfer:import_",
+    "backup": "backup:backup",
 }
 
 _DB_KEY = "hivekeep.db"
