@@ -29,6 +29,8 @@ EVENT_TYPES = frozenset(
         "compacting:progress",
         "compacting:done",
         "compacting:error",
+        "chat:delta",  # a streamed piece of a reply (the server publishes it)
+        "chat:done",
     }
 )
 REPLAY = 1000

@@ -18,6 +18,7 @@ from hivekeep.server.errors import ERROR_RESPONSES, install_error_handlers
 from hivekeep.server.events import HEARTBEAT_S, EventStreams
 from hivekeep.server.routes import ROUTERS
 from hivekeep.server.schemas import Health
+from hivekeep.server.ui import mount_ui
 
 DESCRIPTION = """Persistent memory for LLM agents: agents, their archive of memories, their
 profile, the seven memory tools, and live events (SSE).
@@ -59,4 +60,5 @@ def create_app(
     for router in ROUTERS:
         api.include_router(router)
     app.include_router(api)
+    mount_ui(app)  # the web UI at /
     return app

@@ -27,12 +27,14 @@ from hivekeep.errors import (
     StoreError,
     ValidationError,
 )
+from hivekeep.services.llms import LLMNotConfigured
 
 log = logging.getLogger(__name__)
 
 # Checked in order, so a subclass (BudgetError) comes before its parent (ValidationError).
 LIBRARY_ERRORS: tuple[tuple[type[HivekeepError], int, str], ...] = (
     (BudgetError, 413, "over_budget"),
+    (LLMNotConfigured, 422, "llm_not_configured"),  # the server has no model: say what to set
     (ValidationError, 422, "validation_error"),
     (NotFound, 404, "not_found"),
     (ConflictError, 409, "conflict"),

@@ -8,12 +8,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from hivekeep.server import events
-from hivekeep.server.routes import agents, memories, profile, tools
+from hivekeep.server.routes import agents, conversations, memories, profile, tools
 
 ROUTERS: tuple[APIRouter, ...] = (
     agents.router,
     memories.router,
     profile.router,
     tools.router,
+    conversations.router,
     events.router,
 )

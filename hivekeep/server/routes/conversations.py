@@ -1,0 +1,321 @@
+"""Conversations over HTTP: chat (streamed as SSE), context size, forced compaction, regenerate,
+and the settings a UI shows (the hive's models, and each agent's model and compaction numbers).
+
+A chat reply is streamed as the body of ``POST /api/conversations/{id}/chat`` (``delta``, ``tool``,
+then one ``reply`` or ``error`` event), and its tokens are also published on the hive's bus
+(``chat:delta`` / ``chat:done``) so every ``/api/events`` client watching the agent sees them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field
+
+from hivekeep.agent import Agent
+from hivekeep.errors import HivekeepError, ValidationError
+from hivekeep.hive import Hive
+from hivekeep.providers.llm.base import TextDelta
+from hivekeep.providers.llm.registry import create_llm
+from hivekeep.server.deps import MAX_ID, AgentDep, HiveDep
+from hivekeep.server.errors import ErrorOut, error_response, library_error
+from hivekeep.server.schemas import Body
+from hivekeep.services.chat import MAX_MESSAGE_CHARS, ChatReply, ToolUse
+from hivekeep.services.compaction import CompactionOutcome
+from hivekeep.store.conversations import ConversationRecord, MessageRecord
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(tags=["conversations"])
+
+ConversationId = Annotated[int, Path(ge=1, le=MAX_ID, description="The conversation's id.")]
+BUSY: dict[int | str, dict[str, Any]] = {
+    409: {"model": ErrorOut, "description": "A compaction of this agent is running."}
+}
+
+
+# models -----------------------------------------------------------------------------------------
+class ConversationOut(BaseModel):
+    id: int
+    agent_id: int
+    title: str
+    created_at: str
+    updated_at: str
+
+
+class ConversationList(BaseModel):
+    conversations: list[ConversationOut]
+
+
+class NewConversation(Body):
+    title: str = Field(default="", max_length=200)
+
+
+class ChatBody(Body):
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+    speaker: str | None = Field(default=None, min_length=1, max_length=100)
+
+
+class ContextOut(BaseModel):
+    conversation_id: int
+    tokens: int = Field(description="Tokens of the context the model reads next turn.")
+    window: int | None = Field(description="The agent's model window; null without a model.")
+    threshold_percent: float = Field(description="Compaction starts past this share of it.")
+    raw_messages: int
+    summaries: int
+    llm_error: str | None = None
+
+
+class SettingsPatch(Body):
+    """``model``: a provider:model spec, or null for the hive's model; ``compaction``: overrides
+    that replace the current ones (``{}`` clears them). A field left out is kept."""
+
+    model: str | None = Field(default=None, min_length=3, max_length=200)
+    compaction: dict[str, float] | None = Field(default=None, max_length=20)
+
+
+# helpers ----------------------------------------------------------------------------------------
+def _conversation(hive: Hive, conversation_id: int) -> tuple[Agent, ConversationRecord]:
+    """The conversation and its agent (NotFound, 404, when there is none)."""
+    record = hive.store.get_conversation(conversation_id)
+    agent = hive.get_agent(record.agent_id)
+    return agent, agent.conversation(conversation_id)
+
+
+def message_out(message: MessageRecord) -> dict[str, Any]:
+    return dataclasses.asdict(message)
+
+
+def compaction_out(outcome: CompactionOutcome | None) -> dict[str, Any] | None:
+    """The outcome as a UI shows it: the headline numbers, and every detail of the record."""
+    if outcome is None:
+        return None
+    return {
+        "conversation_id": outcome.conversation_id,
+        "status": outcome.status,
+        "passes": outcome.passes,
+        "messages_folded": outcome.messages_folded,
+        "memories_extracted": outcome.memories_extracted,
+        "profile_updated": outcome.profile_updated,
+        "summary": outcome.summary,
+        "error": outcome.error,
+        "record_id": outcome.record_id,
+        "details": outcome.details,
+    }
+
+
+def _sse(event: str, data: Any) -> str:
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return f"event: {event}\ndata: {payload}\n\n"
+
+
+def _model_info(hive: Hive, agent: Agent) -> dict[str, Any]:
+    """The model in force for the agent, or why there is none (never a key)."""
+    try:
+        llm = hive.llms.chat_model(agent.id)
+    except HivekeepError as exc:
+        return {"model_id": None, "context_window": None, "llm_error": str(exc)}
+    return {"model_id": llm.model_id, "context_window": llm.context_window, "llm_error": None}
+
+
+def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
+    stored = agent.settings()
+    return {
+        "agent_id": agent.id,
+        "model": stored.model,
+        "compaction": stored.compaction,
+        "effective": dataclasses.asdict(agent.compaction_settings()),
+        **_model_info(hive, agent),
+    }
+
+
+# conversations ----------------------------------------------------------------------------------
+@router.get("/agents/{agent}/conversations")
+def list_conversations(agent: AgentDep) -> ConversationList:
+    """The agent's conversations, most recently active first."""
+    return ConversationList(
+        conversations=[ConversationOut(**dataclasses.asdict(c)) for c in agent.conversations()]
+    )
+
+
+@router.post("/agents/{agent}/conversations", status_code=201)
+def create_conversation(agent: AgentDep, body: NewConversation) -> ConversationOut:
+    return ConversationOut(**dataclasses.asdict(agent.start_conversation(body.title)))
+
+
+@router.get("/conversations/{conversation_id}/messages")
+def list_messages(
+    conversation_id: ConversationId,
+    hive: HiveDep,
+    after_id: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> dict[str, Any]:
+    """Stored messages oldest first, folded ones and compaction records (``record``) included."""
+    agent, _ = _conversation(hive, conversation_id)
+    messages = agent.messages(conversation_id, after_id=after_id, limit=limit)
+    return {
+        "conversation_id": conversation_id,
+        "messages": [message_out(m) for m in messages],
+        "has_more": len(messages) == limit,
+    }
+
+
+@router.get("/conversations/{conversation_id}/context")
+def get_context(conversation_id: ConversationId, hive: HiveDep) -> ContextOut:
+    """How full the next context is, for a context-usage bar with the compaction marker."""
+    agent, _ = _conversation(hive, conversation_id)
+    context = agent.context(conversation_id)
+    model = _model_info(hive, agent)
+    return ContextOut(
+        conversation_id=conversation_id,
+        tokens=context.tokens,
+        window=model["context_window"],
+        threshold_percent=agent.compaction_settings().threshold_percent,
+        raw_messages=len(context.raw),
+        summaries=len(context.summaries),
+        llm_error=model["llm_error"],
+    )
+
+
+@router.post(
+    "/conversations/{conversation_id}/chat",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "delta/tool/reply."}},
+)
+def chat(conversation_id: ConversationId, body: ChatBody, hive: HiveDep) -> StreamingResponse:
+    """One turn, streamed: ``delta`` events (text), ``tool`` events, then ``reply`` (the stored
+    messages and any compaction) or ``error``. Bad input or no model fails before streaming."""
+    agent, _ = _conversation(hive, conversation_id)
+    events = agent.chat_stream(body.message, conversation_id, speaker=body.speaker)
+    return StreamingResponse(
+        _stream_chat(hive, agent, conversation_id, events),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+def _stream_chat(
+    hive: Hive, agent: Agent, conversation_id: int, events: Iterator[Any]
+) -> Iterator[str]:
+    """Runs in the threadpool (a sync iterator): the model is called as the client reads."""
+    try:
+        for event in events:
+            if isinstance(event, TextDelta):
+                hive.events.publish(
+                    "chat:delta", agent.id, conversation_id=conversation_id, text=event.text
+                )
+                yield _sse("delta", {"text": event.text})
+            elif isinstance(event, ToolUse):
+                yield _sse("tool", dataclasses.asdict(event))
+            elif isinstance(event, ChatReply):
+                compaction = compaction_out(event.compaction)
+                hive.events.publish(
+                    "chat:done",
+                    agent.id,
+                    conversation_id=conversation_id,
+                    content=event.content,
+                    compacted=compaction is not None,
+                )
+                yield _sse(
+                    "reply",
+                    {
+                        "conversation_id": event.conversation_id,
+                        "content": event.content,
+                        "steps": event.steps,
+                        "messages": [message_out(m) for m in event.messages],
+                        "compaction": compaction,
+                    },
+                )
+    except HivekeepError as exc:  # the status line is sent: the failure is the last event
+        status, code = library_error(exc)
+        hive.events.publish(
+            "chat:done", agent.id, conversation_id=conversation_id, error=str(exc), compacted=False
+        )
+        yield _sse("error", {"status": status, "code": code, "message": str(exc)})
+
+
+@router.post("/conversations/{conversation_id}/compact", responses=BUSY)
+def compact(conversation_id: ConversationId, hive: HiveDep) -> dict[str, Any]:
+    """Compact now (forced: folds at least half of the raw history). A failed run is still 200,
+    with ``status: "error"`` and the reason, as it is recorded in the conversation."""
+    agent, _ = _conversation(hive, conversation_id)
+    outcome = compaction_out(agent.compact(conversation_id, force=True))
+    assert outcome is not None
+    return outcome
+
+
+@router.post(
+    "/agents/{agent}/profile/regenerate",
+    responses={502: {"model": ErrorOut, "description": "Failed: code 'regenerate_failed'."}},
+)
+def regenerate_profile(agent: AgentDep, hive: HiveDep) -> Any:
+    """Rewrite the profile from the archive (Pinned kept). A failure answers 502 with the reason
+    (the profile is then unchanged)."""
+    hive.llms.for_purpose(agent.id, "maintenance")  # no model: a clear 4xx before anything runs
+    outcome = agent.regenerate_profile()
+    if not outcome.success:
+        return error_response(
+            502,
+            "regenerate_failed",
+            f"Regenerating the profile failed, it was kept as it was: {outcome.error}",
+        )
+    return JSONResponse(dataclasses.asdict(outcome))
+
+
+# settings ---------------------------------------------------------------------------------------
+@router.get("/settings")
+def hive_settings(hive: HiveDep) -> dict[str, Any]:
+    """The hive's models as configured (specs and model ids only: never a key)."""
+    settings = hive.settings
+    embedder = hive.embeddings.embedder
+    return {
+        "llm": {
+            "configured": hive.llms.configured,
+            "spec": settings.llm,
+            "compacting_model": settings.compacting_model,
+            "extraction_model": settings.extraction_model,
+        },
+        "embedder": {
+            "spec": settings.embeddings,
+            "model_id": embedder.model_id,
+            "dimension": int(embedder.dimension),
+        },
+        "profile_max_tokens": hive.profiles.budget,
+        "compaction_defaults": dataclasses.asdict(hive.conversations.defaults),
+    }
+
+
+@router.get("/agents/{agent}/settings")
+def get_agent_settings(agent: AgentDep, hive: HiveDep) -> dict[str, Any]:
+    """The agent's model spec and compaction overrides, and the numbers in force."""
+    return _agent_settings(hive, agent)
+
+
+@router.put("/agents/{agent}/settings")
+def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> dict[str, Any]:
+    """Change the model spec and/or the compaction overrides; both are checked before saving
+    (a spec must name a known provider with its key set; numbers must agree with each other)."""
+    fields = body.model_dump(exclude_unset=True)
+    if not fields:
+        raise ValidationError("Send at least one of 'model' and 'compaction' to change.")
+    if fields.get("model") is not None:
+        create_llm(fields["model"])  # ValidationError (422) when it cannot work
+    compaction = fields.get("compaction")
+    overrides = None
+    if compaction is not None:  # whole numbers where the field is one ({"max_summaries": 8.0})
+        overrides = {k: int(v) if float(v).is_integer() else v for k, v in compaction.items()}
+        defaults = dataclasses.asdict(hive.conversations.defaults)
+        overrides = {
+            k: float(v) if isinstance(defaults.get(k), float) else v for k, v in overrides.items()
+        }
+    if "model" in fields:
+        agent.configure(model=fields["model"], compaction=overrides)
+    else:
+        agent.configure(compaction=overrides)
+    return _agent_settings(hive, agent)

@@ -1,0 +1,106 @@
+// The page: agents in the sidebar, and per agent the Chat, Memory and Settings tabs.
+import { api, subscribe, token, whenUnauthorized } from "./api.js";
+import { h } from "./dom.js";
+import { chatView } from "./chat.js";
+import { memoryView } from "./memory.js";
+import { settingsView } from "./settings.js";
+
+const TABS = { chat: ["Chat", chatView], memory: ["Memory", memoryView], settings: ["Settings", settingsView] };
+const listeners = new Set(); // the open view's handlers of live events
+let current = { agent: null, tab: "chat", dispose: null };
+
+export function status(text) { document.getElementById("status").textContent = text; }
+
+function showTokenForm() {
+  const form = document.getElementById("token-form");
+  form.hidden = false;
+  status("This server needs its API token.");
+  document.getElementById("token-input").focus();
+}
+
+async function loadAgents() {
+  const list = document.getElementById("agents");
+  const { agents } = await api("/agents");
+  list.replaceChildren(...agents.map((agent) => h("li", {},
+    h("a", {
+      href: `#/agents/${agent.id}/${current.tab}`,
+      "aria-current": current.agent?.id === agent.id ? "page" : null,
+    }, agent.name))));
+  return agents;
+}
+
+async function route() {
+  const [, , id, tab = "chat"] = location.hash.split("/");
+  const main = document.getElementById("main");
+  current.dispose?.();
+  listeners.clear();
+  if (!id) {
+    current.agent = null;
+    main.replaceChildren(h("p", { class: "hint" }, "Create or pick an agent."));
+    return loadAgents();
+  }
+  try {
+    current.agent = await api(`/agents/${id}`);
+  } catch (error) {
+    main.replaceChildren(h("p", { class: "error", role: "alert" }, error.message));
+    return;
+  }
+  current.tab = TABS[tab] ? tab : "chat";
+  await loadAgents();
+  const panel = h("section", { class: "panel", id: "panel", role: "tabpanel" });
+  const tabs = h("div", { role: "tablist", class: "tabs", "aria-label": "Agent views" },
+    Object.entries(TABS).map(([key, [label]]) => h("a", {
+      role: "tab", href: `#/agents/${id}/${key}`, "aria-selected": String(key === current.tab),
+    }, label)));
+  main.replaceChildren(
+    h("h2", {}, current.agent.name, h("small", {}, current.agent.role ? ` — ${current.agent.role}` : "")),
+    tabs, panel);
+  const view = TABS[current.tab][1];
+  const handle = await view(panel, current.agent);
+  current.dispose = handle?.dispose;
+  if (handle?.onEvent) listeners.add(handle.onEvent);
+}
+
+document.getElementById("new-agent").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const error = document.getElementById("new-agent-error");
+  error.textContent = "";
+  try {
+    const agent = await api("/agents", { method: "POST", body: {
+      name: document.getElementById("new-agent-name").value,
+      role: document.getElementById("new-agent-role").value,
+    } });
+    event.target.reset();
+    location.hash = `#/agents/${agent.id}/chat`;
+  } catch (failure) {
+    error.textContent = failure.message;
+  }
+});
+
+document.getElementById("token-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  token.set(document.getElementById("token-input").value.trim());
+  event.target.hidden = true;
+  status("");
+  start();
+});
+
+let unsubscribe = null;
+async function start() {
+  unsubscribe?.();
+  try {
+    await loadAgents();
+  } catch { return; } // 401: the token form is shown
+  unsubscribe = subscribe((type, event) => {
+    if (current.agent && event.agent_id === current.agent.id) {
+      for (const listener of listeners) listener(type, event);
+    }
+  });
+  await route();
+}
+
+whenUnauthorized(showTokenForm);
+window.addEventListener("hashchange", route);
+const health = await fetch("/api/health").then((r) => r.json());
+if (health.auth && !token.get()) showTokenForm();
+else start();

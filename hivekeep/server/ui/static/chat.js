@@ -1,0 +1,170 @@
+// Chat tab: conversations, streamed replies, the context-usage bar and live compaction cards.
+import { api, streamPost } from "./api.js";
+import { h, field } from "./dom.js";
+
+const number = (n) => n.toLocaleString("en");
+
+// One compaction, as a card: running (pass, stage) → done (numbers, summary) → or the error.
+export function compactionCard(state) {
+  const card = h("article", {
+    class: `card compaction ${state.status}`, "aria-live": "polite", "data-record": state.record_id,
+  });
+  const add = (...parts) => card.append(...parts.filter(Boolean));
+  if (state.status === "running") {
+    add(h("strong", {}, "Compacting…"),
+      h("span", {}, ` pass ${state.pass_number || 1}${state.stage ? ` · ${state.stage}` : ""}`));
+  } else if (state.status === "error") {
+    add(h("strong", {}, "Compaction failed: "), h("span", {}, state.error || "unknown error"));
+  } else if (state.status === "nothing") {
+    add(h("strong", {}, "Nothing to compact"), h("span", {}, " — the history is already short."));
+  } else {
+    add(
+      h("strong", {}, "Compacted"),
+      h("ul", { class: "facts" },
+        h("li", {}, `${state.messages_folded} messages folded`),
+        h("li", {}, `${state.memories_extracted} memories extracted`),
+        h("li", {}, state.profile_updated ? "profile updated" : "profile unchanged")),
+      state.maintenance_error ? h("p", { class: "error" }, `Maintenance failed (retried later): ${state.maintenance_error}`) : null,
+      state.summary ? h("details", {}, h("summary", {}, "Summary"), h("p", { class: "summary" }, state.summary)) : null);
+  }
+  return card;
+}
+
+function messageItem(message) {
+  if (message.is_compaction_record) {
+    return compactionCard({ status: "done", ...message.record, record_id: message.id });
+  }
+  if (message.role === "system") return null;
+  const folded = message.summary_id !== null ? " folded" : "";
+  if (message.role === "tool") {
+    return h("details", { class: `msg tool${folded}` },
+      h("summary", {}, `tool result: ${message.tool_name}`), h("pre", {}, message.content));
+  }
+  const calls = (message.tool_calls || []).map((c) => h("div", { class: "call" }, `→ ${c.name}(${c.arguments})`));
+  const who = message.role === "user" ? message.speaker || "you" : "agent";
+  return h("div", { class: `msg ${message.role}${folded}` },
+    h("span", { class: "who" }, who), h("div", { class: "text" }, message.content), calls);
+}
+
+function contextBar(ctx) {
+  if (!ctx.window) return h("p", { class: "error" }, ctx.llm_error || "No model configured.");
+  const used = Math.min(100, (100 * ctx.tokens) / ctx.window);
+  return h("div", { class: "context" },
+    h("div", {
+      class: `bar${used >= ctx.threshold_percent ? " over" : ""}`, role: "meter",
+      "aria-label": "Context usage", "aria-valuemin": "0", "aria-valuemax": String(ctx.window),
+      "aria-valuenow": String(ctx.tokens),
+    }, h("div", { class: "fill", style: `width:${used}%` }),
+      h("div", { class: "marker", style: `left:${ctx.threshold_percent}%`, title: "compaction threshold" })),
+    h("small", {}, `${number(ctx.tokens)} / ${number(ctx.window)} tokens (${used.toFixed(0)}%) · compacts at ${ctx.threshold_percent}%`));
+}
+
+export async function chatView(panel, agent) {
+  const list = h("ul", { class: "conversations", "aria-label": "Conversations" });
+  const log = h("div", { class: "log", role: "log", "aria-label": "Messages" });
+  const usage = h("div", { class: "usage" });
+  const notice = h("p", { class: "error", role: "alert" });
+  const input = h("textarea", { rows: 2, maxlength: 100000, required: true });
+  const send = h("button", { type: "submit" }, "Send");
+  const compact = h("button", { type: "button", class: "secondary" }, "Force compact");
+  let conversation = null;
+  let live = null; // the running compaction's card
+
+  async function showList() {
+    const { conversations } = await api(`/agents/${agent.id}/conversations`);
+    list.replaceChildren(...conversations.map((c) => h("li", {}, h("button", {
+      type: "button", class: "link", "aria-current": c.id === conversation ? "true" : null,
+      onclick: () => open(c.id),
+    }, c.title || `Conversation ${c.id}`))));
+    return conversations;
+  }
+
+  async function refreshContext() {
+    if (conversation) usage.replaceChildren(contextBar(await api(`/conversations/${conversation}/context`)));
+  }
+
+  async function open(id) {
+    conversation = id;
+    live = null;
+    const { messages } = await api(`/conversations/${id}/messages?limit=1000`);
+    log.replaceChildren(...messages.map(messageItem).filter(Boolean));
+    log.scrollTop = log.scrollHeight;
+    await Promise.all([showList(), refreshContext()]);
+    form.hidden = false;
+    input.focus();
+  }
+
+  async function newConversation() {
+    const created = await api(`/agents/${agent.id}/conversations`, { method: "POST", body: {} });
+    await open(created.id);
+  }
+
+  const form = h("form", { class: "composer", hidden: true, onsubmit: async (event) => {
+    event.preventDefault();
+    const text = input.value.trim();
+    if (!text) return;
+    notice.textContent = "";
+    input.value = "";
+    send.disabled = true;
+    log.append(messageItem({ role: "user", content: text, summary_id: null }));
+    const reply = h("div", { class: "text" });
+    log.append(h("div", { class: "msg assistant streaming" }, h("span", { class: "who" }, "agent"), reply));
+    try {
+      await streamPost(`/conversations/${conversation}/chat`, { message: text }, (type, data) => {
+        if (type === "delta") reply.textContent += data.text;
+        else if (type === "tool") reply.before(h("div", { class: "call" }, `→ ${data.name}`));
+        else if (type === "error") notice.textContent = data.message;
+        log.scrollTop = log.scrollHeight;
+      });
+    } catch (error) {
+      notice.textContent = error.message;
+    }
+    send.disabled = false;
+    await open(conversation);
+  } },
+  ...field("Message", input), send);
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
+  });
+
+  compact.addEventListener("click", async () => {
+    if (!conversation) return;
+    compact.disabled = true;
+    notice.textContent = "";
+    try {
+      const outcome = await api(`/conversations/${conversation}/compact`, { method: "POST" });
+      if (outcome.status === "nothing") log.append(compactionCard(outcome));
+      else await open(conversation);
+    } catch (error) {
+      notice.textContent = error.message;
+      live?.remove();
+    }
+    compact.disabled = false;
+  });
+
+  panel.append(h("div", { class: "chat" },
+    h("aside", {}, h("button", { type: "button", onclick: newConversation }, "New conversation"), list),
+    h("div", { class: "thread" }, h("div", { class: "toolbar" }, usage, compact), notice, log, form)));
+  const existing = await showList();
+  if (existing.length) await open(existing[0].id);
+  else log.append(h("p", { class: "hint" }, "No conversation yet: start one."));
+
+  function onEvent(type, event) {
+    const data = event.data;
+    if (!type.startsWith("compacting:") || data.conversation_id !== conversation) return;
+    if (data.record_id && log.querySelector(`[data-record="${data.record_id}"]`)) {
+      live?.remove(); // already shown, from the stored record
+      live = null;
+      return;
+    }
+    const state = type === "compacting:done" ? { ...data, status: data.status || "done" }
+      : type === "compacting:error" ? { ...data, status: "error" }
+      : { ...data, status: "running" };
+    const card = compactionCard(state);
+    if (live) live.replaceWith(card); else log.append(card);
+    live = type.endsWith("start") || type.endsWith("progress") ? card : null;
+    log.scrollTop = log.scrollHeight;
+    if (!live) refreshContext();
+  }
+  return { onEvent };
+}

@@ -1,0 +1,208 @@
+// Memory tab: the profile editor (with a live ≈ token estimate) and the searchable archive.
+import { api } from "./api.js";
+import { h, field, options, CATEGORIES, SCOPES } from "./dom.js";
+
+const PAGE = 20;
+// About 4 characters a token for English text: a hint only, the server's count decides.
+export const estimateTokens = (text) => Math.ceil(text.length / 4);
+
+function profileEditor(agent) {
+  const text = h("textarea", { rows: 12, class: "profile-text", spellcheck: true, disabled: true });
+  const gauge = h("p", { class: "gauge", "aria-live": "polite" });
+  const message = h("p", { role: "status", class: "result" });
+  const save = h("button", { type: "submit" }, "Save profile");
+  const regenerate = h("button", { type: "button", class: "secondary" }, "Regenerate");
+  let profile = null;
+  let dirty = false;
+
+  function showGauge() {
+    const estimate = estimateTokens(text.value);
+    const over = estimate > profile.budget;
+    gauge.className = `gauge${over ? " over" : ""}`;
+    gauge.textContent = `≈ ${estimate} / ${profile.budget} tokens` +
+      (dirty ? "" : ` (server count: ${profile.tokens})`) + (over ? " — over budget" : "");
+  }
+  async function load(force = false) {
+    if (dirty && !force) return;
+    profile = await api(`/agents/${agent.id}/profile`);
+    text.value = profile.text;
+    text.disabled = false; // editable once the server's version is in
+    dirty = false;
+    showGauge();
+  }
+  function report(ok, textContent) {
+    message.className = `result ${ok ? "ok" : "error"}`;
+    message.setAttribute("role", ok ? "status" : "alert");
+    message.textContent = textContent;
+  }
+  text.addEventListener("input", () => { dirty = true; showGauge(); });
+
+  const form = h("form", { class: "stack profile", onsubmit: async (event) => {
+    event.preventDefault();
+    save.disabled = true;
+    try {
+      profile = await api(`/agents/${agent.id}/profile`, { method: "PUT",
+        body: { text: text.value, expected_revision: profile.revision } });
+      dirty = false;
+      text.value = profile.text;
+      showGauge();
+      report(true, `Saved (${profile.tokens} tokens).`);
+    } catch (error) {
+      report(false, `Not saved (${error.status}): ${error.message}`);
+    }
+    save.disabled = false;
+  } },
+  h("h3", {}, "Profile"), ...field("Profile document (markdown)", text), gauge,
+  h("div", { class: "row" }, save, regenerate), message);
+
+  regenerate.addEventListener("click", async () => {
+    if (!confirm("Rewrite the profile from the archive? Pinned lines are kept; your other edits are replaced.")) return;
+    regenerate.disabled = true;
+    report(true, "Regenerating…");
+    try {
+      const outcome = await api(`/agents/${agent.id}/profile/regenerate`, { method: "POST" });
+      await load(true);
+      const notes = outcome.notes.length ? ` (${outcome.notes.join("; ")})` : "";
+      report(true, (outcome.updated ? "Profile regenerated." : "Regenerated: no change.") + notes);
+    } catch (error) {
+      report(false, `Regenerate failed: ${error.message}`);
+    }
+    regenerate.disabled = false;
+  });
+  return { form, load };
+}
+
+function memoryItem(agent, memory, reload) {
+  const own = !memory.shared_by;
+  const item = h("li", { class: "memory" });
+  const badges = h("div", { class: "badges" },
+    h("span", { class: "badge" }, memory.category),
+    memory.subject ? h("span", { class: "badge" }, memory.subject) : null,
+    memory.scope === "shared" ? h("span", { class: "badge shared" }, own ? "shared" : `shared by ${memory.shared_by}`) : null,
+    memory.importance ? h("span", { class: "badge", title: "importance" }, `★ ${memory.importance}`) : null,
+    h("span", { class: "badge", title: "times recalled" }, `recalled ${memory.retrieval_count}×`),
+    memory.score !== undefined ? h("span", { class: "badge" }, `score ${memory.score.toFixed(2)}`) : null,
+    h("small", {}, memory.age));
+  const actions = own ? h("div", { class: "row" },
+    h("button", { type: "button", class: "secondary", onclick: () => edit() }, "Edit"),
+    h("button", { type: "button", class: "danger", "aria-label": `Delete memory ${memory.id}`, onclick: async () => {
+      if (!confirm("Delete this memory?")) return;
+      await api(`/agents/${agent.id}/memories/${memory.id}`, { method: "DELETE" });
+      reload();
+    } }, "Delete")) : null;
+  item.append(h("p", { class: "content" }, memory.content), badges, actions);
+
+  function edit() {
+    const form = memoryForm(memory, async (body) => {
+      await api(`/agents/${agent.id}/memories/${memory.id}`, { method: "PATCH", body });
+      reload();
+    }, "Save changes", () => item.replaceWith(memoryItem(agent, memory, reload)));
+    item.replaceChildren(form);
+    form.querySelector("textarea").focus();
+  }
+  return item;
+}
+
+// The add / edit form; ``submit(body)`` may throw an ApiError, shown under the form.
+function memoryForm(memory, submit, label, cancel) {
+  const content = h("textarea", { rows: 2, required: true, maxlength: 2000 });
+  content.value = memory?.content || "";
+  const category = h("select", {}, options(CATEGORIES, memory?.category || "fact"));
+  const subject = h("input", { maxlength: 200, value: memory?.subject || "" });
+  const importance = h("input", { type: "number", min: 1, max: 10, value: memory?.importance || "" });
+  const scope = h("select", {}, options(SCOPES, memory?.scope || "private"));
+  const error = h("p", { class: "error", role: "alert" });
+  return h("form", { class: "stack memory-form", onsubmit: async (event) => {
+    event.preventDefault();
+    try {
+      await submit({
+        content: content.value, category: category.value, scope: scope.value,
+        subject: subject.value.trim() || null,
+        importance: importance.value ? Number(importance.value) : null,
+      });
+      if (!memory) event.target.reset();
+    } catch (failure) {
+      error.textContent = failure.message;
+    }
+  } },
+  ...field("Content", content),
+  h("div", { class: "row wrap" },
+    h("div", { class: "stack" }, ...field("Category", category)),
+    h("div", { class: "stack" }, ...field("Subject", subject)),
+    h("div", { class: "stack" }, ...field("Importance (1-10)", importance)),
+    h("div", { class: "stack" }, ...field("Scope", scope))),
+  h("div", { class: "row" }, h("button", { type: "submit" }, label),
+    cancel ? h("button", { type: "button", class: "secondary", onclick: cancel }, "Cancel") : null),
+  error);
+}
+
+function archive(agent) {
+  const query = h("input", { type: "search", maxlength: 1000, placeholder: "Search memories" });
+  const category = h("select", {}, options(CATEGORIES, "", "any category"));
+  const subject = h("input", { maxlength: 200, placeholder: "any subject" });
+  const scope = h("select", {}, options(SCOPES, "", "any scope"));
+  const list = h("ul", { class: "memories", "aria-label": "Memories" });
+  const summary = h("p", { role: "status" });
+  const previous = h("button", { type: "button", class: "secondary" }, "Previous");
+  const next = h("button", { type: "button", class: "secondary" }, "Next");
+  let offset = 0;
+
+  async function load(live = false) {
+    const params = new URLSearchParams({ limit: PAGE, offset });
+    for (const [name, input] of Object.entries({ query, category, subject, scope })) {
+      if (input.value.trim()) params.set(name, input.value.trim());
+    }
+    try {
+      const page = await api(`/agents/${agent.id}/memories?${params}`);
+      if (live && list.querySelector("form")) return; // an edit started meanwhile: keep it
+      list.replaceChildren(...page.memories.map((m) => memoryItem(agent, m, load)));
+      const shown = page.memories.length;
+      summary.textContent = shown ? `${offset + 1}–${offset + shown} of ${page.total}` +
+        (page.warning ? ` (${page.warning})` : "") : "No memories match.";
+      previous.disabled = offset === 0;
+      next.disabled = !page.has_more;
+    } catch (error) {
+      summary.textContent = error.message;
+    }
+  }
+  previous.addEventListener("click", () => { offset = Math.max(0, offset - PAGE); load(); });
+  next.addEventListener("click", () => { offset += PAGE; load(); });
+  const search = h("form", { class: "row wrap filters", role: "search", onsubmit: (event) => {
+    event.preventDefault();
+    offset = 0;
+    load();
+  } },
+  h("div", { class: "stack grow" }, ...field("Search", query)),
+  h("div", { class: "stack" }, ...field("Category", category)),
+  h("div", { class: "stack" }, ...field("Subject", subject)),
+  h("div", { class: "stack" }, ...field("Scope", scope)),
+  h("button", { type: "submit" }, "Search"));
+  const add = memoryForm(null, async (body) => {
+    await api(`/agents/${agent.id}/memories`, { method: "POST", body });
+    offset = 0;
+    await load();
+  }, "Add memory");
+  const section = h("section", { class: "archive" }, h("h3", {}, "Archive"),
+    h("details", {}, h("summary", {}, "Add a memory"), add),
+    search, summary, list, h("div", { class: "row" }, previous, next));
+  // A live refresh must not throw away an edit in progress (a save reloads anyway).
+  const refresh = () => { if (!list.querySelector("form")) load(true); };
+  return { section, load, refresh };
+}
+
+export async function memoryView(panel, agent) {
+  const editor = profileEditor(agent);
+  const memories = archive(agent);
+  panel.append(h("div", { class: "memory-tab" }, editor.form, memories.section));
+  await Promise.all([editor.load(), memories.load()]);
+  let timer = null;
+  return {
+    onEvent(type) {
+      if (type === "profile:updated") editor.load();
+      if (type.startsWith("memory:")) {
+        clearTimeout(timer);
+        timer = setTimeout(memories.refresh, 200);
+      }
+    },
+  };
+}

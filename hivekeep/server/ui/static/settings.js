@@ -1,0 +1,57 @@
+// Settings tab: the hive's models (as configured, never keys) and this agent's overrides.
+import { api } from "./api.js";
+import { h, field } from "./dom.js";
+
+export async function settingsView(panel, agent) {
+  const [hive, mine] = await Promise.all([api("/settings"), api(`/agents/${agent.id}/settings`)]);
+  const model = h("input", { value: mine.model || "", maxlength: 200, placeholder: "hive default" });
+  const inputs = Object.entries(mine.effective).map(([name, value]) => [name, h("input", {
+    type: "number", step: "any", value: String(value), name,
+  })]);
+  const message = h("p", { role: "status", class: "result" });
+  const show = (ok, text) => {
+    message.className = `result ${ok ? "ok" : "error"}`;
+    message.textContent = text;
+  };
+
+  async function save(body) {
+    try {
+      const saved = await api(`/agents/${agent.id}/settings`, { method: "PUT", body });
+      for (const [name, input] of inputs) input.value = String(saved.effective[name]);
+      show(true, `Saved. Model in force: ${saved.model_id || saved.llm_error}.`);
+    } catch (error) {
+      show(false, error.message);
+    }
+  }
+  const form = h("form", { class: "stack settings", onsubmit: (event) => {
+    event.preventDefault();
+    const compaction = {};
+    for (const [name, input] of inputs) {
+      const value = Number(input.value);
+      if (value !== hive.compaction_defaults[name]) compaction[name] = value;
+    }
+    const body = { compaction };
+    const spec = model.value.trim() || null;
+    if (spec !== mine.model) body.model = spec;
+    save(body);
+  } },
+  h("h3", {}, `${agent.name}'s settings`),
+  ...field("Chat model (provider:model)", model),
+  h("p", {}, h("small", {}, `In force: ${mine.model_id || "none"}` +
+    (mine.context_window ? ` · window ${mine.context_window.toLocaleString("en")} tokens` : "") +
+    (mine.llm_error ? ` · ${mine.llm_error}` : ""))),
+  h("fieldset", {}, h("legend", {}, "Compaction"),
+    h("div", { class: "grid" }, inputs.map(([name, input]) => h("div", { class: "stack" }, ...field(name.replaceAll("_", " "), input))))),
+  h("div", { class: "row" }, h("button", { type: "submit" }, "Save settings"),
+    h("button", { type: "button", class: "secondary", onclick: () => save({ compaction: {} }).then(() => {}) }, "Reset compaction")),
+  message);
+
+  const llm = hive.llm;
+  panel.append(h("section", { class: "hive-settings" }, h("h3", {}, "Hive"),
+    h("dl", {},
+      h("dt", {}, "LLM"), h("dd", {}, llm.spec || (llm.configured ? "set in code" : "not configured (set HIVEKEEP_LLM)")),
+      h("dt", {}, "Compaction model"), h("dd", {}, llm.compacting_model || "the agent's model"),
+      h("dt", {}, "Extraction model"), h("dd", {}, llm.extraction_model || "the agent's model"),
+      h("dt", {}, "Embedder"), h("dd", {}, `${hive.embedder.spec} (${hive.embedder.model_id}, ${hive.embedder.dimension}-d)`),
+      h("dt", {}, "Profile budget"), h("dd", {}, `${hive.profile_max_tokens} tokens`))), form);
+}

@@ -1,0 +1,168 @@
+"""The web UI in real headless Chromium (Debian's, driven by Playwright) against a real server whose
+only double is the model (``ScriptedLLM``). A failing test leaves a screenshot in
+``test-artifacts/`` (or ``$HIVEKEEP_TEST_ARTIFACTS``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.scripted_server import DEFAULT_SCRIPT, start_scripted_server
+from tests.integration.server_support import Server
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs it with apt-get")
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+
+ARTIFACTS = Path(
+    os.environ.get("HIVEKEEP_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts")
+)
+TIMEOUT_MS = 15_000
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    started = start_scripted_server(tmp_path_factory.mktemp("ui"))
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser, server: Server, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A fresh 400 px-wide page (the narrowest layout), screenshotted if the test fails."""
+    context = browser.new_context(viewport={"width": 400, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.goto(server.url)
+    failed_before = request.session.testsfailed
+    yield opened
+    if request.session.testsfailed > failed_before:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        opened.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+    assert not errors, f"{len(errors)} JavaScript errors on the page, first: {errors[:3]}"
+
+
+def create_agent(page: Page) -> str:
+    name = f"ui{secrets.token_hex(4)}"
+    page.get_by_label("New agent name").fill(name)
+    page.get_by_role("button", name="Create agent").click()
+    expect(page.get_by_role("heading", level=2, name=name)).to_be_visible()
+    return name
+
+
+def add_memory(page: Page, content: str) -> None:
+    form = page.locator(".archive > details form.memory-form")
+    if not form.is_visible():
+        page.get_by_text("Add a memory").click()
+    form.get_by_label("Content").fill(content)
+    form.get_by_label("Subject").fill("Ann")
+    form.get_by_role("button", name="Add memory").click()
+    expect(page.locator(".memories .content", has_text=content)).to_be_visible()
+
+
+def test_memories_are_added_searched_edited_and_deleted(page: Page) -> None:
+    create_agent(page)
+    page.get_by_role("tab", name="Memory").click()
+    add_memory(page, "Ann lives in Lisbon since May")
+    add_memory(page, "Ann's favourite drink is green tea")
+    filters = page.get_by_role("search")
+    filters.get_by_label("Search").fill("where does Ann live")
+    filters.get_by_role("button", name="Search").click()
+    first = page.locator(".memories .memory").first
+    expect(first.locator(".content")).to_have_text("Ann lives in Lisbon since May")
+    expect(first.get_by_text(re.compile(r"^score "))).to_be_visible()
+    first.get_by_role("button", name="Edit").click()
+    editor = page.locator(".memories form.memory-form")
+    editor.get_by_label("Content").fill("Ann lives in Porto now")
+    editor.get_by_role("button", name="Save changes").click()
+    expect(page.locator(".memories .content", has_text="Porto")).to_be_visible()
+    filters.get_by_label("Search").fill("")
+    filters.get_by_role("button", name="Search").click()
+    expect(page.locator(".memories .memory")).to_have_count(2)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator(".memories .memory", has_text="Porto").get_by_role(
+        "button", name=re.compile("^Delete")
+    ).click()
+    expect(page.locator(".memories .memory")).to_have_count(1)
+
+
+def test_profile_over_budget_is_refused_and_regenerate_shows_its_end(page: Page) -> None:
+    create_agent(page)
+    page.get_by_role("tab", name="Memory").click()
+    profile = page.get_by_label("Profile document (markdown)")
+    profile.fill("## User\n" + "- Ann likes many things, such as tea and long walks.\n" * 400)
+    expect(page.locator(".gauge.over")).to_contain_text("≈")
+    page.get_by_role("button", name="Save profile").click()
+    expect(page.get_by_role("alert").filter(has_text="Not saved (413)")).to_be_visible()
+    profile.fill("## User\n- Ann\n")
+    page.get_by_role("button", name="Save profile").click()
+    expect(page.locator(".result.ok")).to_contain_text("Saved")
+
+    add_memory(page, "Ann lives in Lisbon")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Regenerate").click()
+    expect(page.locator(".result.ok")).to_contain_text("Profile regenerated.")
+    expect(profile).to_have_value(re.compile("Name: Ann"))
+
+    add_memory(page, f"{DEFAULT_SCRIPT['fail_marker']} here")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Regenerate").click()
+    expect(page.get_by_role("alert").filter(has_text="Regenerate failed")).to_contain_text(
+        "no usable <profile> block"
+    )
+    expect(page.get_by_role("button", name="Regenerate")).to_be_enabled()
+
+
+def test_chat_streams_and_force_compact_shows_the_finished_card(page: Page) -> None:
+    create_agent(page)
+    page.get_by_role("button", name="New conversation").click()
+    expect(page.get_by_role("meter", name="Context usage")).to_be_visible()
+    message = page.get_by_role("textbox", name="Message")
+    for turn in range(3):
+        message.fill(f"Turn {turn}: I like green tea and I live in Lisbon.")
+        message.press("Enter")
+        expect(page.locator(".msg.assistant:not(.streaming)")).to_have_count(turn + 1)
+    expect(page.locator(".msg.assistant").last).to_have_text(
+        re.compile(re.escape(str(DEFAULT_SCRIPT["chat"])))
+    )
+    page.get_by_role("button", name="Force compact").click()
+    card = page.locator(".card.compaction.done")
+    expect(card).to_contain_text("messages folded")
+    expect(card).to_contain_text("1 memories extracted")
+    expect(card).to_contain_text("profile updated")
+    card.get_by_text("Summary").click()
+    expect(card.locator(".summary")).to_have_text(str(DEFAULT_SCRIPT["fold"]))
+    expect(page.locator(".msg.folded").first).to_be_visible()
+
+    page.get_by_role("tab", name="Settings").click()
+    expect(page.get_by_text(re.compile("^In force: scripted"))).to_be_visible()
+    threshold = page.get_by_label("threshold percent")
+    threshold.fill("50")
+    page.get_by_label("keep percent").fill("60")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.locator(".result.error")).to_contain_text("keep_percent")
+    page.get_by_label("keep percent").fill("30")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.locator(".result.ok")).to_contain_text("Saved")
