@@ -93,6 +93,7 @@ def test_readme_first_command_serves_the_ui_from_a_fresh_clone(tmp_path: Path) -
             capture_output=True,
             text=True,
             check=True,
+            cwd=tmp_path,
         ).stdout
         assert str(env_dir) in installed  # the clone's install, not this checkout
     finally:
