@@ -117,5 +117,10 @@ class ConversationService:
         messages = build_context(
             system_prompt(agent, profile_text), [dated(s) for s in summaries], raw, settings
         )
-        tokens = estimate_usage(messages, "").input_tokens + self._tool_tokens
+        # Stored messages carry their token count; only what the pipeline re-rendered (and the
+        # system prefix) is counted again, so a turn does not re-tokenize the whole history.
+        tokens = self._tool_tokens + estimate_usage(messages[:1], "").input_tokens
+        for shown, stored in zip(messages[1:], raw, strict=True):
+            same = shown.content == stored.content
+            tokens += stored.tokens if same else estimate_usage([shown], "").input_tokens
         return Context(messages, tokens, raw, summaries)
