@@ -19,7 +19,7 @@ def backup(target: Path, db: str) -> None:
 
     Safe while `hivekeep serve` or other processes write: the copy is one committed state. To
     restore, stop every process using the hive and put the copy in its place (see
-    docs/storage.md). For PostgreSQL hives, use pg_dump.
+    docs/storage.md). For PostgreSQL hives, use pg_dump. Example:
 
     \b
         hivekeep backup backups/hive-$(date +%F).db
