@@ -38,6 +38,7 @@ db, worker, threads, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 
 hive = Hive(db, embedder="local", settings=Settings(dedup_threshold=1.0))
 agent = hive.get_agent("soak")
 errors, done, latencies = [], [], {"memorize": [], "edit_profile": [], "update": [], "recall": []}
+hive.embeddings.embed(["warm up"])  # load the model before the clock starts
 print("ready", flush=True)
 sys.stdin.readline()  # every worker starts together
 until = time.monotonic() + seconds
@@ -88,9 +89,13 @@ def run(db: Path, processes: int, threads: int, seconds: float) -> dict[str, Any
     ]
     for worker in workers:
         assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
+    for worker in workers:  # all at once: the load must overlap
+        assert worker.stdin is not None
+        worker.stdin.write("go\n")
+        worker.stdin.flush()
     reports = []
     for worker in workers:
-        out, err = worker.communicate("go\n", timeout=seconds + 300)
+        out, err = worker.communicate(timeout=seconds + 300)
         if worker.returncode != 0:
             raise RuntimeError(f"a worker crashed:\n{err}")
         reports.append(json.loads(out.strip().splitlines()[-1]))
