@@ -35,7 +35,7 @@ from hivekeep import Hive, Settings
 
 db, worker, threads, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 # Dedup only exact copies: the workers' sentences are near-duplicates on purpose.
-hive = Hive(db, embedder="local", settings=Settings(dedup_threshold=1.0))
+hive = Hive(db, embedder="local", settings=Settings(dedup_threshold=1.0, profile_max_tokens=10**6))
 agent = hive.get_agent("soak")
 errors, done, latencies = [], [], {"memorize": [], "edit_profile": [], "update": [], "recall": []}
 hive.embeddings.embed(["warm up"])  # load the model before the clock starts
