@@ -178,18 +178,19 @@ def apply_edit(text: str, section: str, operation: str, content: str, pin: bool 
 
 def check_edit_budget(
     old_text: str, new_text: str, budget: int, count: Callable[[str], int]
-) -> None:
-    """Refuse an edit that leaves the profile over budget without making it smaller.
+) -> int:
+    """Refuse an edit that leaves the profile over budget without making it smaller; returns the
+    new text's token count (the caller stores it).
 
     Shrinking edits are always allowed, so a profile that is already over budget (after a tolerated
     rewrite, or a lowered budget) can be pruned step by step instead of being stuck.
     """
     new_tokens = count(new_text)
     if new_tokens <= budget:
-        return
+        return new_tokens
     old_tokens = count(old_text)
     if new_tokens < old_tokens:
-        return
+        return new_tokens
     raise BudgetError(
         f"The profile would be {new_tokens} tokens, over the budget of {budget}. It is "
         f"{old_tokens} tokens now, and an edit over the budget must make it smaller. Remove or "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import time
 from dataclasses import dataclass
 
 from hivekeep.core import profile as doc
@@ -10,7 +12,7 @@ from hivekeep.errors import ConflictError
 from hivekeep.events import EventBus
 from hivekeep.store.base import ProfileRecord, Store
 
-CAS_ATTEMPTS = 5
+CAS_PATIENCE_S = 10.0  # like the store's busy timeout: how long an edit keeps re-applying itself
 DROPPED = "the profile was edited while the model was writing; the rewrite was dropped"
 
 
@@ -36,26 +38,31 @@ class ProfileService:
     def edit(
         self, agent_id: int, section: str, operation: str, content: str, pin: bool = False
     ) -> ProfileRecord:
-        """Apply one edit_profile operation; after a concurrent write, re-apply on the new text."""
-        for _ in range(CAS_ATTEMPTS):
+        """Apply one edit_profile operation; after a concurrent write, re-apply on the new text.
+
+        Each retry waits a random, growing moment first, so writers that collided spread out
+        instead of colliding again; only a profile that keeps changing for CAS_PATIENCE_S
+        seconds makes the edit fail (ConflictError), never a single lost race.
+        """
+        deadline = time.monotonic() + CAS_PATIENCE_S
+        pause = 0.002
+        while True:
             current = self.store.get_profile(agent_id)
             new_text = doc.apply_edit(current.text, section, operation, content, pin=pin)
-            doc.check_edit_budget(current.text, new_text, self.budget, count_tokens)
+            tokens = doc.check_edit_budget(current.text, new_text, self.budget, count_tokens)
             try:
                 saved = self.store.save_profile(
-                    agent_id,
-                    new_text,
-                    count_tokens(new_text),
-                    expected_revision=current.revision,
-                    manual=True,
+                    agent_id, new_text, tokens, expected_revision=current.revision, manual=True
                 )
                 return self._saved(saved, "edit_profile")
             except ConflictError:
-                continue
-        raise ConflictError(
-            f"The profile kept changing while this edit was applied ({CAS_ATTEMPTS} attempts); "
-            "try again."
-        )
+                if time.monotonic() >= deadline:
+                    raise ConflictError(
+                        f"The profile kept changing for {CAS_PATIENCE_S:g} s while this edit was "
+                        "applied; try again."
+                    ) from None
+                time.sleep(random.uniform(0, pause))
+                pause = min(pause * 2, 0.1)
 
     def replace(
         self, agent_id: int, text: str, expected_revision: int | None = None
@@ -67,10 +74,10 @@ class ProfileService:
         """
         current = self.store.get_profile(agent_id)
         text = doc.serialise(doc.parse(text))
-        doc.check_edit_budget(current.text, text, self.budget, count_tokens)
+        tokens = doc.check_edit_budget(current.text, text, self.budget, count_tokens)
         revision = current.revision if expected_revision is None else expected_revision
         saved = self.store.save_profile(
-            agent_id, text, count_tokens(text), expected_revision=revision, manual=True
+            agent_id, text, tokens, expected_revision=revision, manual=True
         )
         return self._saved(saved, "user")
 
