@@ -60,7 +60,13 @@ def _non_negative_float(value: str) -> float:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("HIVEKEEP_DB", "db", str, "./hivekeep.db", "Path of the hive's SQLite file."),
+    Setting(
+        "HIVEKEEP_DB",
+        "db",
+        str,
+        "./hivekeep.db",
+        "Path of the hive's SQLite file, or a postgresql:// URL.",
+    ),
     Setting(
         "HIVEKEEP_EMBEDDINGS",
         "embeddings",

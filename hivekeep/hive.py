@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import TextIO
 
 from hivekeep.agent import Agent
 from hivekeep.config import Settings
@@ -25,7 +26,9 @@ from hivekeep.services.llms import LLMResolver
 from hivekeep.services.maintenance import MaintenanceOutcome, MaintenanceService
 from hivekeep.services.profile import ProfileService
 from hivekeep.services.recall import RecallService
+from hivekeep.services.transfer import ExportReport, Importer, ImportReport, export_jsonl
 from hivekeep.store.base import Store
+from hivekeep.store.postgres import PostgresStore, is_postgres_url
 from hivekeep.store.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -57,13 +60,14 @@ class Resumed:
 
 
 class Hive:
-    """A set of agents and their memories, in one SQLite file.
+    """A set of agents and their memories, in one SQLite file or one PostgreSQL schema.
 
     >>> with Hive("memory.db") as hive:                       # doctest: +SKIP
     ...     agent = hive.create_agent("assistant", role="General helper")
     ...     agent.call_tool("memorize", {"content": "User likes tea", "category": "preference"})
 
-    ``path``: the file (default: ``HIVEKEEP_DB``, else ``./hivekeep.db``). ``embedder``: an object
+    ``path``: the file, or a ``postgresql://`` URL (default: ``HIVEKEEP_DB``, else
+    ``./hivekeep.db``; see docs/storage.md, "PostgreSQL"). ``embedder``: an object
     implementing ``Embedder``, or a spec such as ``"openai:text-embedding-3-small"`` (default:
     ``HIVEKEEP_EMBEDDINGS``, else the bundled local model). A hive remembers which model made its
     vectors; opening it with another raises ``EmbedderMismatch`` unless ``switch_embedder=True``,
@@ -82,14 +86,12 @@ class Hive:
     ) -> None:
         self.settings = settings or Settings.from_env()
         target = str(path) if path is not None else self.settings.db
-        if target.startswith(("postgresql://", "postgres://")):
-            raise ValidationError(
-                "PostgreSQL hives are not supported by this version yet; use a SQLite file path."
-            )
         if isinstance(embedder, str) or embedder is None:
             embedder = create_embedder(embedder or self.settings.embeddings)
         self.embeddings = EmbeddingService(embedder)
-        self.store: Store = SQLiteStore(target)
+        self.store: Store = (
+            PostgresStore(target) if is_postgres_url(target) else SQLiteStore(target)
+        )
         self.path = target
         try:
             self._check_embedding_space(switch_embedder)
@@ -203,6 +205,27 @@ class Hive:
         if everything:
             self.store.reset_embedding_space(self.embeddings.space)
         return self.archive.backfill(progress=progress)
+
+    # export and import --------------------------------------------------------------------------
+    def export(self, out: TextIO, *, agent: int | str | None = None) -> ExportReport:
+        """Write the hive (or one agent) to ``out`` as JSONL: a backup, or a move to another hive
+        or backend (docs/storage.md, "Export and import")."""
+        agent_id = None if agent is None else self.get_agent(agent).id
+        return export_jsonl(self.store, out, agent_id=agent_id)
+
+    def import_(
+        self,
+        path: str | Path,
+        *,
+        replace_profiles: bool = False,
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """Merge an export file into this hive. Every line is checked first (a bad file writes
+        nothing); agents merge by name and memories are deduplicated, so re-importing is safe."""
+        importer = Importer(
+            self.store, self.embeddings, self.conversations, self.settings.dedup_threshold
+        )
+        return importer.run(path, replace_profiles=replace_profiles, progress=progress)
 
     # lifecycle ----------------------------------------------------------------------------------
     def close(self) -> None:

@@ -83,7 +83,7 @@ def db_option(command: F) -> F:
         show_envvar=True,
         metavar="PATH",
         callback=_db_anywhere,
-        help="The hive's SQLite file.",
+        help="The hive's SQLite file, or a postgresql:// URL.",
     )(command)
 
 

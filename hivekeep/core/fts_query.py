@@ -10,6 +10,7 @@ expression (any term), so the search can ask for the strict match first and fill
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 MAX_TERMS = 32
@@ -171,8 +172,22 @@ def terms(text: str) -> tuple[str, ...]:
     return tuple((content or words)[:MAX_TERMS])
 
 
+def fts5_match(words: Sequence[str], *, any_term: bool = False) -> str:
+    """An FTS5 expression matching every word (or any, with ``any_term``) as a quoted prefix.
+
+    Each word is quoted (an inner ``"`` doubled), so no word is ever FTS5 syntax; a word without
+    a letter or digit is left out (it could match nothing).
+
+    >>> fts5_match(["lisbon", "flat"])
+    '"lisbon"* AND "flat"*'
+    """
+    if isinstance(words, str):
+        raise TypeError("fts5_match takes a sequence of words, not one string")
+    quoted = ['"' + w.replace('"', '""') + '"*' for w in words if any(c.isalnum() for c in w)]
+    return (" OR " if any_term else " AND ").join(quoted)
+
+
 def build(text: str) -> FtsQuery:
     """FTS5 expressions for ``text``: quoted prefix terms joined by AND, and by OR."""
     found = terms(text)
-    quoted = [f'"{term}"*' for term in found]
-    return FtsQuery(found, " AND ".join(quoted), " OR ".join(quoted))
+    return FtsQuery(found, fts5_match(found), fts5_match(found, any_term=True))

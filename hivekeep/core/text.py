@@ -32,7 +32,9 @@ def format_timestamp(moment: datetime) -> str:
     """UTC timestamps in one fixed-width format, so text comparison is time comparison."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime(TIMESTAMP_FORMAT)
+    moment = moment.astimezone(UTC)
+    # %Y is not zero-padded below year 1000 on every platform: pad it by hand (fixed width)
+    return f"{moment.year:04d}" + moment.strftime(TIMESTAMP_FORMAT.removeprefix("%Y"))
 
 
 def now_timestamp() -> str:
@@ -51,7 +53,7 @@ def parse_since(value: str, name: str = "since") -> str:
             day = date.fromisoformat(text)
             return format_timestamp(datetime(day.year, day.month, day.day, tzinfo=UTC))
         return format_timestamp(datetime.fromisoformat(text.replace("Z", "+00:00")))
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: out of range once moved to UTC
         raise ValidationError(
             f"'{name}' has value {value!r}, which is not an ISO date or datetime. "
             "Use e.g. '2024-05-01' or '2024-05-01T14:30:00Z'."

@@ -95,13 +95,13 @@ class RecallService:
 
     def text_arm(self, agent_id: int, query: str, pool: int, filters: MemoryFilter) -> list[int]:
         """AND of all terms first; when that finds fewer than ``pool``, OR fills the rest."""
-        expression = fts_query.build(query)
-        if not expression:
+        terms = fts_query.terms(query)
+        if not terms:
             return []
-        found = self.store.text_search(agent_id, expression.all_terms, pool, filters)
-        if len(found) < pool and len(expression.terms) > 1:
+        found = self.store.text_search(agent_id, terms, pool, filters)
+        if len(found) < pool and len(terms) > 1:
             seen = set(found)
-            for memory_id in self.store.text_search(agent_id, expression.any_term, pool, filters):
+            for memory_id in self.store.text_search(agent_id, terms, pool, filters, any_term=True):
                 if memory_id not in seen and len(found) < pool:
                     found.append(memory_id)
                     seen.add(memory_id)

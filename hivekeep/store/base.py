@@ -67,6 +67,10 @@ class NewMemory:
     source: Source = Source.EXPLICIT
     source_message_id: int | None = None
     created_at: str | None = None  # None: now; set by imports and tests
+    # set by imports only, to restore a memory as it was exported:
+    updated_at: str | None = None  # None: now
+    retrieval_count: int = 0
+    last_retrieved_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -212,8 +216,25 @@ class Store(ConversationStore, Protocol):
         """(memory id, cosine similarity), best first, over the viewer's visible memories."""
         ...
 
-    def text_search(self, viewer_id: int, match: str, k: int, filters: MemoryFilter) -> list[int]:
-        """Memory ids matching a full-text expression, best first, over visible memories."""
+    def text_search(
+        self,
+        viewer_id: int,
+        terms: Sequence[str],
+        k: int,
+        filters: MemoryFilter,
+        *,
+        any_term: bool = False,
+    ) -> list[int]:
+        """Ids of visible memories matching the search terms: best rank first, then newer, then
+        larger id.
+
+        Terms are plain words (``hivekeep.core.fts_query.terms``), each matched as a prefix after
+        the backend's stemming, over content, subject and context (source context and the creation
+        date in words). Every term must match, or with ``any_term`` at least one. A term is never
+        query syntax (each backend quotes it); a term without a letter or digit is ignored, and
+        no terms match nothing. Ranking is the backend's own (bm25 in SQLite, ``ts_rank`` in
+        PostgreSQL: see docs/storage.md).
+        """
         ...
 
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
@@ -240,6 +261,13 @@ class Store(ConversationStore, Protocol):
 
     def count_pending(self) -> int:
         """Memories waiting for a vector."""
+        ...
+
+    def memories_with_vectors(
+        self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
+    ) -> list[tuple[MemoryRecord, npt.NDArray[np.float32] | None]]:
+        """Memories written by ``agent_id`` (None: by anyone) with id > ``after_id``, oldest id
+        first, each with its stored vector (None while pending): export reads page by page."""
         ...
 
     # profiles ---------------------------------------------------------------------------------

@@ -104,6 +104,58 @@ class SummaryRecord:
 
 
 @dataclass(frozen=True)
+class RestoredMessage:
+    """A message recreated as it was exported; relations are positions in the same conversation.
+
+    ``summary``: the summary (position in ``RestoredConversation.summaries``) it is folded into.
+    ``record_summaries``: keys of ``message.record`` that list summary ids (a compaction record's
+    ``summary_ids``), as positions; the store writes the new ids there.
+    """
+
+    message: NewMessage
+    summary: int | None = None
+    record_summaries: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RestoredSummary:
+    """A summary recreated as it was exported; message and source relations are positions."""
+
+    text: str
+    tokens: int
+    first_at: str
+    last_at: str
+    message_count: int
+    created_at: str
+    first_message: int | None = None
+    last_message: int | None = None
+    depth: int = 0
+    sources: tuple[int, ...] = ()  # positions of earlier summaries it was merged from
+    in_context: bool = True
+    maintenance_status: MaintenanceStatus = "pending"
+    maintenance_attempts: int = 0
+    maintenance_error: str | None = None
+
+
+@dataclass(frozen=True)
+class RestoredConversation:
+    title: str
+    created_at: str
+    updated_at: str
+    messages: tuple[RestoredMessage, ...] = ()
+    summaries: tuple[RestoredSummary, ...] = ()
+
+
+@dataclass(frozen=True)
+class Restored:
+    """The new ids, position for position."""
+
+    conversation: ConversationRecord
+    message_ids: tuple[int, ...]
+    summary_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class AgentSettings:
     """Per-agent overrides stored with the agent: a model spec and compaction numbers."""
 
@@ -128,6 +180,15 @@ class ConversationStore(Protocol):
 
     def list_conversations(self, agent_id: int) -> list[ConversationRecord]:
         """Newest activity first."""
+        ...
+
+    def restore_conversation(self, agent_id: int, conversation: RestoredConversation) -> Restored:
+        """Recreate an exported conversation with its messages and summaries, in one transaction.
+
+        Timestamps, fold and merge relations and maintenance state are kept as given (an import
+        into another hive or backend). Raises ValidationError, writing nothing, when a position is
+        out of range or a summary's source is not an earlier summary.
+        """
         ...
 
     # messages ---------------------------------------------------------------------------------
@@ -174,6 +235,10 @@ class ConversationStore(Protocol):
 
     def context_summaries(self, conversation_id: int) -> list[SummaryRecord]:
         """In-context summaries, oldest first (by the first message they cover)."""
+        ...
+
+    def list_summaries(self, conversation_id: int) -> list[SummaryRecord]:
+        """Every summary of the conversation, in context or merged away, by id (for export)."""
         ...
 
     def unmaintained_summaries(self, agent_id: int, max_attempts: int) -> list[SummaryRecord]:

@@ -22,9 +22,17 @@ def _sqlite_nocache(tmp_path: Path) -> Store:
     return SQLiteStore(tmp_path / "contract.db", vector_cache=False)
 
 
+def _postgres(tmp_path: Path) -> Store:
+    """A fresh schema on the test session's PostgreSQL server (see tests/postgres.py)."""
+    from tests.postgres import TestPostgresStore
+
+    return TestPostgresStore()
+
+
 BACKENDS: dict[str, Callable[[Path], Store]] = {
     "sqlite": _sqlite,
     "sqlite-nocache": _sqlite_nocache,
+    "postgres": _postgres,
 }
 
 

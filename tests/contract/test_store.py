@@ -153,7 +153,7 @@ def test_failed_insert_leaves_nothing_behind(store: Store, agents) -> None:
             dedup_threshold=0.9,
         )
     assert store.list_memories(alice, NO_FILTER, 10, 0) == ([], 0)
-    assert store.text_search(alice, '"broken"*', 10, NO_FILTER) == []
+    assert store.text_search(alice, ["broken"], 10, NO_FILTER) == []
 
 
 def test_pending_memory_is_found_by_text_and_backfilled(store: Store, agents) -> None:
@@ -167,7 +167,7 @@ def test_pending_memory_is_found_by_text_and_backfilled(store: Store, agents) ->
     )
     assert record.embedding_state is EmbeddingState.PENDING
     assert store.count_pending() == 1
-    assert store.text_search(alice, '"kayaking"*', 10, NO_FILTER) == [record.id]
+    assert store.text_search(alice, ["kayaking"], 10, NO_FILTER) == [record.id]
     assert store.vector_search(alice, vec("Kayaking trip in June"), 10, NO_FILTER) == []
     [pending] = store.pending_embeddings(10)
     assert store.store_embedding(pending.memory_id, pending.content, vec("kayak"))
@@ -211,14 +211,14 @@ def test_update_keeps_full_text_index_in_sync(store: Store, agents) -> None:
         text_key="favourite colour is purple",
         vector=vec("purple"),
     )
-    assert store.text_search(alice, '"green"*', 10, NO_FILTER) == []
-    assert store.text_search(alice, '"purple"*', 10, NO_FILTER) == [memory_id]
+    assert store.text_search(alice, ["green"], 10, NO_FILTER) == []
+    assert store.text_search(alice, ["purple"], 10, NO_FILTER) == [memory_id]
 
 
 def test_full_text_covers_subject(store: Store, agents) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Starts a new job in March", subject="Melanie")
-    assert store.text_search(alice, '"melanie"*', 10, NO_FILTER) == [memory_id]
+    assert store.text_search(alice, ["melanie"], 10, NO_FILTER) == [memory_id]
 
 
 def test_full_text_covers_source_context_and_creation_date(store: Store, agents) -> None:
@@ -230,9 +230,9 @@ def test_full_text_covers_source_context_and_creation_date(store: Store, agents)
         source_context="chat with Sam",
         created_at="2023-05-08T13:56:00.000000Z",
     )
-    assert store.text_search(alice, '"sam"*', 10, NO_FILTER) == [memory_id]
-    assert store.text_search(alice, '"8" AND "may"* AND "2023"*', 10, NO_FILTER) == [memory_id]
-    assert store.text_search(alice, '"june"*', 10, NO_FILTER) == []
+    assert store.text_search(alice, ["sam"], 10, NO_FILTER) == [memory_id]
+    assert store.text_search(alice, ["8", "may", "2023"], 10, NO_FILTER) == [memory_id]
+    assert store.text_search(alice, ["june"], 10, NO_FILTER) == []
 
 
 def test_stored_vectors_are_returned_for_visible_memories_only(store: Store, agents) -> None:
@@ -250,7 +250,7 @@ def test_delete_removes_row_and_both_indexes(store: Store, agents) -> None:
     store.delete_memory(memory_id, alice)
     with pytest.raises(NotFound):
         store.get_memory(memory_id, alice)
-    assert store.text_search(alice, '"temporary"*', 10, NO_FILTER) == []
+    assert store.text_search(alice, ["temporary"], 10, NO_FILTER) == []
     assert store.vector_search(alice, vec("tmp"), 10, NO_FILTER) == []
 
 
@@ -277,12 +277,12 @@ def test_scope_change_moves_visibility_in_both_arms(store: Store, agents) -> Non
         memory_id, alice, MemoryChanges(scope=Scope.SHARED), text_key=None, vector=KEEP
     )
     assert store.vector_search(bob, vec("wifi"), 5, NO_FILTER)[0][0] == memory_id
-    assert store.text_search(bob, '"wifi"*', 5, NO_FILTER) == [memory_id]
+    assert store.text_search(bob, ["wifi"], 5, NO_FILTER) == [memory_id]
     store.update_memory(
         memory_id, alice, MemoryChanges(scope=Scope.PRIVATE), text_key=None, vector=KEEP
     )
     assert store.vector_search(bob, vec("wifi"), 5, NO_FILTER) == []
-    assert store.text_search(bob, '"wifi"*', 5, NO_FILTER) == []
+    assert store.text_search(bob, ["wifi"], 5, NO_FILTER) == []
 
 
 # memories: reads ------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ def test_reads_never_return_another_agents_private_memory(store: Store, agents) 
         store.get_memory(private, alice)
     assert set(store.fetch_memories(alice, [private, shared])) == {shared}
     assert [i for i, _ in store.vector_search(alice, vec("diary"), 10, NO_FILTER)] == [shared]
-    assert store.text_search(alice, '"diary"*', 10, NO_FILTER) == [shared]
+    assert store.text_search(alice, ["diary"], 10, NO_FILTER) == [shared]
     memories, total = store.list_memories(alice, NO_FILTER, 10, 0)
     assert [m.id for m in memories] == [shared] and total == 1
 
@@ -353,7 +353,7 @@ def test_since_filters_on_creation_time_in_both_arms(store: Store, agents) -> No
     new = put(store, alice, "new trip to Rome", created_at="2025-01-01T00:00:00.000000Z")
     since = MemoryFilter(since="2024-01-01T00:00:00.000000Z")
     store.update_memory(old, alice, MemoryChanges(importance=5), text_key=None, vector=KEEP)
-    assert store.text_search(alice, '"rome"*', 10, since) == [new]
+    assert store.text_search(alice, ["rome"], 10, since) == [new]
     assert [i for i, _ in store.vector_search(alice, vec("old trip to Rome"), 10, since)] == [new]
     memories, total = store.list_memories(alice, since, 10, 0)
     assert [m.id for m in memories] == [new] and total == 1
@@ -387,7 +387,7 @@ def test_mark_retrieved_counts(store: Store, agents) -> None:
 def test_text_search_with_stemming(store: Store, agents) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "She went running every morning")
-    assert store.text_search(alice, '"runs"*', 10, NO_FILTER) == [memory_id]
+    assert store.text_search(alice, ["runs"], 10, NO_FILTER) == [memory_id]
 
 
 def test_own_text_matches_are_not_starved_by_other_agents_matches(store: Store, agents) -> None:
@@ -397,10 +397,10 @@ def test_own_text_matches_are_not_starved_by_other_agents_matches(store: Store, 
         put(store, bob, f"wifi {i}", dedup=2)
     shared = put(store, bob, "wifi shared", dedup=2, scope=Scope.SHARED)
     mine = put(store, alice, "the office wifi password is on the whiteboard by the kitchen door")
-    assert store.text_search(alice, '"wifi"*', 1, NO_FILTER) == [shared]
-    assert store.text_search(alice, '"wifi"*', 3, NO_FILTER) == [shared, mine]
-    assert store.text_search(alice, '"wifi"*', 3, MemoryFilter(scope=Scope.PRIVATE)) == [mine]
-    assert len(store.text_search(bob, '"wifi"*', 200, NO_FILTER)) == 151
+    assert store.text_search(alice, ["wifi"], 1, NO_FILTER) == [shared]
+    assert store.text_search(alice, ["wifi"], 3, NO_FILTER) == [shared, mine]
+    assert store.text_search(alice, ["wifi"], 3, MemoryFilter(scope=Scope.PRIVATE)) == [mine]
+    assert len(store.text_search(bob, ["wifi"], 200, NO_FILTER)) == 151
 
 
 def test_text_filters_apply_beyond_the_top_ranked_matches(store: Store, agents) -> None:
@@ -421,8 +421,8 @@ def test_text_filters_apply_beyond_the_top_ranked_matches(store: Store, agents) 
         MemoryFilter(subject="project x"),
         MemoryFilter(since="2024-01-01T00:00:00.000000Z"),
     ):
-        assert store.text_search(alice, '"rome"*', 2, filters) == [wanted]
-    assert wanted not in store.text_search(alice, '"rome"*', 100, NO_FILTER)
+        assert store.text_search(alice, ["rome"], 2, filters) == [wanted]
+    assert wanted not in store.text_search(alice, ["rome"], 100, NO_FILTER)
 
 
 def test_text_rank_ties_come_newer_first_then_larger_id(store: Store, agents) -> None:
@@ -431,10 +431,36 @@ def test_text_rank_ties_come_newer_first_then_larger_id(store: Store, agents) ->
     first = put(store, alice, "kiwi one", created_at="2023-01-01T00:00:00.000000Z")
     second = put(store, alice, "kiwi two", created_at="2025-01-01T00:00:00.000000Z")
     third = put(store, alice, "kiwi six", created_at="2025-01-01T00:00:00.000000Z")
-    assert store.text_search(alice, '"kiwi"*', 10, NO_FILTER) == [third, second, first]
-    assert store.text_search(alice, '"kiwi"*', 2, NO_FILTER) == [third, second]
-    assert store.text_search(alice, '"kiwi"*', 1, NO_FILTER) == [third]
-    assert store.text_search(alice, '"kiwi"*', 0, NO_FILTER) == []
+    assert store.text_search(alice, ["kiwi"], 10, NO_FILTER) == [third, second, first]
+    assert store.text_search(alice, ["kiwi"], 2, NO_FILTER) == [third, second]
+    assert store.text_search(alice, ["kiwi"], 1, NO_FILTER) == [third]
+    assert store.text_search(alice, ["kiwi"], 0, NO_FILTER) == []
+
+
+def test_text_search_needs_every_term_or_with_any_term_one(store: Store, agents) -> None:
+    alice, _ = agents
+    both = put(store, alice, "A red bicycle in the garage")
+    red = put(store, alice, "The red wine was excellent")
+    bike = put(store, alice, "The bicycle shop opened downtown")
+    assert store.text_search(alice, ["red", "bicycle"], 10, NO_FILTER) == [both]
+    found = store.text_search(alice, ["red", "bicycle"], 10, NO_FILTER, any_term=True)
+    assert found[0] == both and set(found) == {both, red, bike}
+    assert set(store.text_search(alice, ["bicyc"], 10, NO_FILTER)) == {both, bike}  # prefixes
+    assert store.text_search(alice, [], 10, NO_FILTER) == []
+
+
+def test_text_search_terms_are_never_query_syntax(store: Store, agents) -> None:
+    alice, _ = agents
+    memory_id = put(store, alice, "Notes about AND, OR and NEAR (the operators)")
+    hostile = ['"', "'", "*", "(", ")", "NEAR(", "a:b", "!", "&", "|", "<->", "\\", "x'y\"z", "^"]
+    for term in hostile:  # never an error; a term without a letter or digit is ignored
+        assert store.text_search(alice, [term, "notes"], 10, NO_FILTER) in ([], [memory_id])
+        store.text_search(alice, [term, "notes"], 10, NO_FILTER, any_term=True)
+    assert store.text_search(alice, ["!", "notes"], 10, NO_FILTER) == [memory_id]
+    assert store.text_search(alice, ["and", "or", "near"], 10, NO_FILTER) == [memory_id]
+    assert store.text_search(alice, ["operators)"], 10, NO_FILTER) == [memory_id]
+    with pytest.raises(TypeError):
+        store.text_search(alice, "notes", 10, NO_FILTER)  # one string is not a list of words
 
 
 # embedding space --------------------------------------------------------------------------------
@@ -496,7 +522,7 @@ def test_delete_agent_removes_its_profile_and_memories_everywhere(store: Store, 
     with pytest.raises(NotFound):
         store.get_profile(alice)
     assert store.fetch_memories(alice, [private, shared]) == {}
-    assert store.text_search(bob, '"kiwi"*', 10, NO_FILTER) == [kept]
+    assert store.text_search(bob, ["kiwi"], 10, NO_FILTER) == [kept]
     assert [i for i, _ in store.vector_search(bob, vec("a2"), 10, NO_FILTER)] == [kept]
     assert store.vectors(bob, [shared, kept]).keys() == {kept}
     assert store.list_memories(bob, MemoryFilter(scope=Scope.SHARED), 10, 0) == ([], 0)

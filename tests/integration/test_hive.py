@@ -110,11 +110,6 @@ def test_older_file_is_migrated_on_open(db_path: Path, table, monkeypatch) -> No
     assert migrations.pending(conn) == []
 
 
-def test_postgres_urls_are_refused_clearly(table) -> None:
-    with pytest.raises(ValidationError, match="PostgreSQL"):
-        Hive("postgresql://localhost/db", embedder=table)
-
-
 @pytest.mark.parametrize("name", ["", " ", "9lives", "a" * 65, "bad/name", "ok\nno"])
 def test_agent_names_are_validated(table_hive: Hive, name: str) -> None:
     with pytest.raises(ValidationError, match="Agent name"):

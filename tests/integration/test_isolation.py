@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hivekeep import Hive, Settings
 from hivekeep.store.base import MemoryFilter, NewMemory
 from hivekeep.types import Category
+from tests.postgres import hive_target
 from tests.support import VectorTable, insert_one, random_unit, with_cosine
 
 AGENTS = 4
@@ -48,12 +49,13 @@ def _check_visible(memories: list[dict], viewer: str, truth: dict[int, tuple[str
             assert memory["shared_by"] == owner
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(operation, min_size=1, max_size=40))
-def test_random_operations_never_cross_private_boundaries(ops: list[tuple]) -> None:
+def test_random_operations_never_cross_private_boundaries(backend: str, ops: list[tuple]) -> None:
     with (
-        tempfile.TemporaryDirectory() as folder,
-        Hive(Path(folder) / "iso.db", embedder=VectorTable(), settings=Settings()) as hive,
+        hive_target(backend) as target,
+        Hive(target, embedder=VectorTable(), settings=Settings()) as hive,
     ):
         agents = [hive.create_agent(f"agent{i}") for i in range(AGENTS)]
         truth: dict[int, tuple[str, str]] = {}  # id -> (owner name, scope)

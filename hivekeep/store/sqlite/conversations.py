@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import ConflictError, NotFound
+from hivekeep.errors import ConflictError, NotFound, ValidationError
 from hivekeep.store.conversations import (
     AgentSettings,
     ConversationRecord,
@@ -21,6 +21,8 @@ from hivekeep.store.conversations import (
     MessageRecord,
     NewMessage,
     NewSummary,
+    Restored,
+    RestoredConversation,
     SummaryRecord,
     ToolCallRecord,
 )
@@ -83,6 +85,29 @@ def _marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
+def _check_positions(c: RestoredConversation) -> None:
+    """Every relation of a restored conversation points inside it (sources: earlier summaries)."""
+    messages, summaries = len(c.messages), len(c.summaries)
+
+    def check(position: int | None, size: int, what: str) -> None:
+        if position is not None and not 0 <= position < size:
+            raise ValidationError(
+                f"Conversation {c.title!r}: {what} points at position {position}, "
+                f"outside its {size}."
+            )
+
+    for m in c.messages:
+        check(m.summary, summaries, "a message's summary")
+        for positions in m.record_summaries.values():
+            for position in positions:
+                check(position, summaries, "a compaction record's summary")
+    for index, s in enumerate(c.summaries):
+        check(s.first_message, messages, "a summary's first message")
+        check(s.last_message, messages, "a summary's last message")
+        for position in s.sources:
+            check(position, index, "a merged summary's source (an earlier summary)")
+
+
 class ConversationRows:
     """``ConversationStore`` on SQLite; mixed into ``SQLiteStore``."""
 
@@ -140,6 +165,90 @@ class ConversationRows:
             (agent_id,),
         )
         return [ConversationRecord(*row) for row in rows]
+
+    def restore_conversation(self, agent_id: int, conversation: RestoredConversation) -> Restored:
+        _check_positions(conversation)
+        c = conversation
+        with self.atomic() as conn:
+            self._agent_exists(agent_id)
+            conn.execute(
+                "INSERT INTO conversations(agent_id, title, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?)",
+                (agent_id, c.title, c.created_at, c.updated_at),
+            )
+            record = ConversationRecord(
+                conn.last_insert_rowid(), agent_id, c.title, c.created_at, c.updated_at
+            )
+            message_ids: list[int] = []
+            for restored in c.messages:
+                m = restored.message
+                calls = [
+                    {"id": t.id, "name": t.name, "arguments": t.arguments} for t in m.tool_calls
+                ]
+                conn.execute(
+                    "INSERT INTO messages(conversation_id, role, content, tool_calls, "
+                    "tool_call_id, tool_name, speaker, tokens, is_compaction_record, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.id,
+                        m.role,
+                        m.content,
+                        json.dumps(calls) if calls else None,
+                        m.tool_call_id,
+                        m.tool_name,
+                        m.speaker,
+                        m.tokens,
+                        int(m.is_compaction_record),
+                        m.created_at or c.created_at,
+                    ),
+                )
+                message_ids.append(conn.last_insert_rowid())
+            summary_ids: list[int] = []
+
+            def message_id(position: int | None) -> int | None:
+                return None if position is None else message_ids[position]
+
+            for s in c.summaries:
+                conn.execute(
+                    "INSERT INTO summaries(conversation_id, agent_id, text, tokens, first_at, "
+                    "last_at, message_count, first_message_id, last_message_id, depth, "
+                    "source_ids, in_context, maintenance_status, maintenance_attempts, "
+                    "maintenance_error, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.id,
+                        agent_id,
+                        s.text,
+                        s.tokens,
+                        s.first_at,
+                        s.last_at,
+                        s.message_count,
+                        message_id(s.first_message),
+                        message_id(s.last_message),
+                        s.depth,
+                        json.dumps([summary_ids[i] for i in s.sources]),
+                        int(s.in_context),
+                        s.maintenance_status,
+                        s.maintenance_attempts,
+                        s.maintenance_error,
+                        s.created_at,
+                    ),
+                )
+                summary_ids.append(conn.last_insert_rowid())
+            # folds and records point at summaries, which point at messages: set them last
+            for new_id, restored in zip(message_ids, c.messages, strict=True):
+                details = restored.message.record
+                if details is not None:
+                    details = dict(details)
+                    for key, positions in restored.record_summaries.items():
+                        details[key] = [summary_ids[i] for i in positions]
+                summary = None if restored.summary is None else summary_ids[restored.summary]
+                if summary is not None or details is not None:
+                    conn.execute(
+                        "UPDATE messages SET summary_id = ?, record = ? WHERE id = ?",
+                        (summary, None if details is None else json.dumps(details), new_id),
+                    )
+        return Restored(record, tuple(message_ids), tuple(summary_ids))
 
     # messages ---------------------------------------------------------------------------------
     def add_messages(
@@ -302,6 +411,13 @@ class ConversationRows:
         rows = self._read(
             f"SELECT {_SUMMARY_COLUMNS} FROM summaries WHERE conversation_id = ? "
             "AND in_context = 1 ORDER BY first_at, first_message_id, id",
+            (conversation_id,),
+        )
+        return [_summary(row) for row in rows]
+
+    def list_summaries(self, conversation_id: int) -> list[SummaryRecord]:
+        rows = self._read(
+            f"SELECT {_SUMMARY_COLUMNS} FROM summaries WHERE conversation_id = ? ORDER BY id",
             (conversation_id,),
         )
         return [_summary(row) for row in rows]

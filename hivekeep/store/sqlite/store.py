@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import sqlite_vec
 
+from hivekeep.core import fts_query
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import ConflictError, NotFound, StoreError
 from hivekeep.store.base import (
@@ -252,7 +253,8 @@ class SQLiteStore(ConversationRows):
                 conn.execute(
                     "INSERT INTO memories(agent_id, author_name, content, text_key, category, "
                     "subject, importance, scope, source_context, source, source_message_id, "
-                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "retrieval_count, last_retrieved_at, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         memory.agent_id,
                         authors[memory.agent_id],
@@ -265,8 +267,10 @@ class SQLiteStore(ConversationRows):
                         memory.source_context,
                         memory.source.value,
                         memory.source_message_id,
+                        memory.retrieval_count,
+                        memory.last_retrieved_at,
                         memory.created_at or now,
-                        now,
+                        memory.updated_at or now,
                     ),
                 )
                 record = self.get_memory(conn.last_insert_rowid(), memory.agent_id)
@@ -364,7 +368,15 @@ class SQLiteStore(ConversationRows):
         )
         return " AND ".join([visibility, *clauses]), {**params, "viewer": viewer_id}
 
-    def text_search(self, viewer_id: int, match: str, k: int, filters: MemoryFilter) -> list[int]:
+    def text_search(
+        self,
+        viewer_id: int,
+        terms: Sequence[str],
+        k: int,
+        filters: MemoryFilter,
+        *,
+        any_term: bool = False,
+    ) -> list[int]:
         """Visible matches passing the filters: bm25 rank first, then newer first, then larger id.
 
         Ranking first (the usual way): FTS5 hands its matches over in rank order (``ORDER BY
@@ -381,7 +393,8 @@ class SQLiteStore(ConversationRows):
         at 100k). The cost of ranking first grows as the viewer's share of the matches shrinks: at
         one in ten (ten agents sharing nothing) both ways cost the same.
         """
-        if k <= 0:
+        match = fts_query.fts5_match(terms, any_term=any_term)
+        if k <= 0 or not match:
             return []
         where, params = self._filter_sql(viewer_id, filters)
         order = "memory_fts.rank"
@@ -469,6 +482,33 @@ class SQLiteStore(ConversationRows):
     def count_pending(self) -> int:
         rows = self._read("SELECT count(*) FROM memories WHERE embedding_state = 'pending'")
         return int(rows[0][0])
+
+    def memories_with_vectors(
+        self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
+    ) -> list[tuple[MemoryRecord, npt.NDArray[np.float32] | None]]:
+        """Vectors come from ``memory_vec`` itself, not the cache: an export holds one page."""
+        author = "" if agent_id is None else " AND agent_id = :agent"
+        with self._lock:
+            records = [
+                _memory(row)
+                for row in self._read(
+                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id > :after{author} "
+                    "ORDER BY id LIMIT :limit",
+                    {"after": after_id, "agent": agent_id, "limit": limit},
+                )
+            ]
+            ready = [r.id for r in records if r.embedding_state is EmbeddingState.READY]
+            vectors: dict[int, npt.NDArray[np.float32]] = {}
+            if ready and self._index.exists():
+                rows = self._read(
+                    "SELECT memory_id, embedding FROM memory_vec "
+                    f"WHERE memory_id IN ({', '.join('?' for _ in ready)})",
+                    ready,
+                )
+                vectors = {
+                    int(i): np.frombuffer(blob, dtype="<f4").astype(np.float32) for i, blob in rows
+                }
+        return [(record, vectors.get(record.id)) for record in records]
 
     # profiles ---------------------------------------------------------------------------------
     def get_profile(self, agent_id: int) -> ProfileRecord:

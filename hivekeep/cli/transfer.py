@@ -1,0 +1,136 @@
+"""``hivekeep export`` and ``hivekeep import``: JSONL backups, and moves between hives/backends."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from hivekeep.cli import db_option, open_hive
+from hivekeep.services.transfer import ExportReport, ImportReport
+
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar
+
+
+class _Lines:
+    """A progress callback ``(line, lines)`` drawing a bar on stderr, sized on its first call."""
+
+    def __init__(self, stack: ExitStack[bool | None]) -> None:
+        self.stack = stack
+        self.bar: ProgressBar[int] | None = None
+        self.shown = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = self.stack.enter_context(
+                click.progressbar(length=total, label="Importing", file=sys.stderr)
+            )
+        self.bar.update(done - self.shown)
+        self.shown = done
+
+
+@click.command()
+@click.option("--agent", "agent_key", metavar="NAME", help="Export only this agent (name or id).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The file to write (default: standard output).",
+)
+@db_option
+def export(agent_key: str | None, output: Path | None, db: str) -> None:
+    """Write the hive as JSONL: agents, profiles, memories (with vectors), conversations.
+
+    --agent exports one agent: its profile, its conversations and the memories it wrote (its
+    shared ones included, other agents' not). Without -o the lines go to standard output and the
+    summary to standard error. A file is written whole or not at all. Example:
+
+    \b
+        hivekeep export -o backup.jsonl
+        hivekeep export --agent assistant > assistant.jsonl
+    """
+    with open_hive(db) as hive:
+        if output is None:
+            report = hive.export(sys.stdout, agent=agent_key)
+            sys.stdout.flush()
+            click.echo(f"Exported {_exported(report)}.", err=True)
+            return
+        partial = output.with_name(output.name + ".partial")
+        try:
+            with partial.open("w", encoding="utf-8", newline="\n") as file:
+                report = hive.export(file, agent=agent_key)
+            os.replace(partial, output)
+        finally:
+            partial.unlink(missing_ok=True)
+    click.echo(f"Exported {_exported(report)} to {output}.")
+
+
+@click.command(name="import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--replace-profiles",
+    is_flag=True,
+    help="Overwrite existing non-empty profiles with the file's (default: keep them).",
+)
+@db_option
+def import_(file: Path, replace_profiles: bool, db: str) -> None:
+    """Merge an export file (from `hivekeep export`) into the hive.
+
+    The whole file is checked first; if any line is invalid, nothing is written and each problem
+    is reported with its line number. Agents are created, or merged into the agent of the same
+    name; memories already known (same text or a near-identical vector) are skipped, as are
+    conversations already there, so importing twice is harmless. The file's vectors are used when
+    it was made with this hive's embedding model; otherwise memories are re-embedded. Example:
+
+    \b
+        hivekeep import backup.jsonl
+        hivekeep --db new.db import backup.jsonl --replace-profiles
+    """
+    with open_hive(db) as hive, ExitStack() as stack:
+        report = hive.import_(file, replace_profiles=replace_profiles, progress=_Lines(stack))
+    for line in _imported(report):
+        click.echo(line)
+
+
+def _count(number: int, noun: str, plural: str | None = None) -> str:
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def _exported(report: ExportReport) -> str:
+    return (
+        f"{_count(report.agents, 'agent')}, {_count(report.memories, 'memory', 'memories')}, "
+        f"{_count(report.conversations, 'conversation')} "
+        f"({_count(report.messages, 'message')}, "
+        f"{_count(report.summaries, 'summary', 'summaries')})"
+    )
+
+
+def _imported(report: ImportReport) -> list[str]:
+    r = report
+    vectors = (
+        "vectors from the file reused"
+        if r.vectors == "reused"
+        else "re-embedded (the file was made with another embedding model)"
+    )
+    lines = [
+        f"Agents: {r.agents_created} created, {r.agents_merged} merged.",
+        f"Profiles: {r.profiles_imported} imported, {r.profiles_kept} kept"
+        + (" (use --replace-profiles to overwrite them)." if r.profiles_kept else "."),
+        f"Memories: {r.memories_imported} imported, {r.memories_duplicate} duplicates skipped; "
+        f"{vectors}.",
+        f"Conversations: {r.conversations_imported} imported, {r.conversations_skipped} already "
+        f"there; {r.messages} messages, {r.summaries} summaries.",
+    ]
+    if r.memories_embedded and r.vectors == "reused":
+        lines.append(f"{r.memories_embedded} memories without a vector in the file were embedded.")
+    if r.memories_pending:
+        lines.append(
+            f"{r.memories_pending} memories are pending (the embedder failed): found by full "
+            "text until `hivekeep reembed` embeds them."
+        )
+    return lines
