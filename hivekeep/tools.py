@@ -41,7 +41,9 @@ class RecallArgs(_Args):
     subject: str | None = Subject
     category: CategoryName | None = None
     since: str | None = Field(
-        default=None, description="Only memories created at or after this ISO date/datetime."
+        default=None,
+        max_length=40,
+        description="Only memories created at or after this ISO date/datetime.",
     )
 
 
@@ -85,7 +87,7 @@ class ListMemoriesArgs(_Args):
         default=None, description="'shared' lists shared memories of every agent."
     )
     limit: int = Field(default=50, ge=1, le=200)
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=MAX_ID)
 
 
 class ReviewMemoriesArgs(_Args):

@@ -16,6 +16,7 @@ from hivekeep.hive import Hive
 from hivekeep.server.auth import bearer_auth
 from hivekeep.server.errors import ERROR_RESPONSES, install_error_handlers
 from hivekeep.server.events import HEARTBEAT_S, EventStreams
+from hivekeep.server.limits import BodyLimit
 from hivekeep.server.routes import ROUTERS
 from hivekeep.server.schemas import Health
 from hivekeep.server.ui import mount_ui
@@ -23,9 +24,9 @@ from hivekeep.server.ui import mount_ui
 DESCRIPTION = """Persistent memory for LLM agents: agents, their archive of memories, their
 profile, the seven memory tools, and live events (SSE).
 
-Errors are JSON: `{"error": {"code": "not_found", "message": "..."}}`. With a server token
-(`HIVEKEEP_API_TOKEN`), every `/api` route except `/api/health` needs
-`Authorization: Bearer <token>`."""
+Errors are JSON: `{"error": {"code": "not_found", "message": "..."}}`; a request body over 1 MiB
+is refused with 413 `body_too_large`. With a server token (`HIVEKEEP_API_TOKEN`), every `/api`
+route except `/api/health` needs `Authorization: Bearer <token>`."""
 
 
 def create_app(
@@ -46,6 +47,7 @@ def create_app(
     app.state.heartbeat_s = heartbeat_s
     app.state.event_streams = EventStreams()  # ``close_all()`` when the server stops
     install_error_handlers(app)
+    app.add_middleware(BodyLimit)  # 413 for a body over 1 MiB, before any route reads it
 
     @app.get("/api/health", tags=["health"])
     def health() -> Health:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hivekeep.tools import CategoryName, MemorizeArgs, ScopeName
+from hivekeep.tools import MAX_ID, CategoryName, MemorizeArgs, ScopeName
 
 AGENT_NAME = Field(min_length=1, max_length=64, description="1-64 letters, digits, ' _.-'.")
 SUBJECT = Field(default=None, min_length=1, max_length=200, description="Who or what it is about.")
@@ -108,7 +108,7 @@ class MemoryQuery(BaseModel):
         default=None, description="'private': own private only; 'shared': every agent's shared."
     )
     limit: int = Field(default=50, ge=1, le=200)
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=MAX_ID)
 
     @field_validator("query", mode="after")
     @classmethod
@@ -132,7 +132,10 @@ class ProfileOut(BaseModel):
 class ProfileUpdate(Body):
     text: str = Field(max_length=200_000, description="The whole new document (markdown).")
     expected_revision: int | None = Field(
-        default=None, ge=0, description="Fail with 409 if the profile moved past this revision."
+        default=None,
+        ge=0,
+        le=MAX_ID,
+        description="Fail with 409 if the profile moved past this revision.",
     )
 
 

@@ -72,12 +72,17 @@ class ContextOut(BaseModel):
     llm_error: str | None = None
 
 
+# A setting's name and value; whether they make sense together is the library's check.
+CompactionName = Annotated[str, Field(min_length=1, max_length=64)]
+CompactionNumber = Annotated[float, Field(ge=-1e9, le=1e9, allow_inf_nan=False)]
+
+
 class SettingsPatch(Body):
     """``model``: a provider:model spec, or null for the hive's model; ``compaction``: overrides
     that replace the current ones (``{}`` clears them). A field left out is kept."""
 
     model: str | None = Field(default=None, min_length=3, max_length=200)
-    compaction: dict[str, float] | None = Field(default=None, max_length=20)
+    compaction: dict[CompactionName, CompactionNumber] | None = Field(default=None, max_length=20)
 
 
 # helpers ----------------------------------------------------------------------------------------

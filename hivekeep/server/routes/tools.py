@@ -40,7 +40,8 @@ def run_tool(
     agent: AgentDep,
     tool: Annotated[str, Path(max_length=64, description="A tool name, e.g. 'recall'.")],
     arguments: Annotated[
-        dict[str, Any] | None, Body(description="The tool's arguments (see GET /api/tools).")
+        dict[str, Any] | None,
+        Body(max_length=20, description="The tool's arguments (see GET /api/tools)."),
     ] = None,
 ) -> JSONResponse:
     """Call a tool as this agent, with the JSON body as its arguments."""
