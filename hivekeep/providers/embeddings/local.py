@@ -8,6 +8,7 @@ mean-pooled over the attention mask and L2-normalised, as sentence-transformers 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Sequence
 from functools import cached_property
 from importlib import resources
@@ -60,6 +61,10 @@ class LocalEmbedder:
     def __init__(self, *, batch_size: int = 32, threads: int | None = None) -> None:
         self.batch_size = batch_size
         self._threads = threads
+        # One inference at a time: each run already uses every core (intra-op threads), so
+        # concurrent runs from a server's thread pool only oversubscribe the CPU (measured with
+        # bench/load.py: throughput fell as clients grew). Also guards the lazy session load.
+        self._run_lock = threading.Lock()
 
     @cached_property
     def _session(self) -> ort.InferenceSession:
@@ -102,7 +107,8 @@ class LocalEmbedder:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        (hidden,) = self._session.run(["last_hidden_state"], feeds)
+        with self._run_lock:
+            (hidden,) = self._session.run(["last_hidden_state"], feeds)
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
