@@ -40,6 +40,7 @@ class Level:
     latencies: list[float] = field(default_factory=list)  # seconds, successful requests
     during_compaction: list[float] = field(default_factory=list)
     errors: int = 0
+    error_kinds: dict[str, int] = field(default_factory=dict)
     requests: int = 0
     elapsed: float = 0.0
     compaction_s: float | None = None
@@ -80,12 +81,14 @@ async def client(
             else:
                 response = await http.get(f"/api/agents/{agent}/profile")
             ok = response.status_code < 400
-        except httpx.HTTPError:
-            ok = False
+            kind = f"HTTP {response.status_code}"
+        except httpx.HTTPError as exc:
+            ok, kind = False, type(exc).__name__
         end = time.monotonic()
         level.requests += 1
         if not ok:
             level.errors += 1
+            level.error_kinds[kind] = level.error_kinds.get(kind, 0) + 1
             continue
         level.latencies.append(end - start)
         if window and start < window[-1] and end > window[0]:
@@ -184,6 +187,7 @@ def main() -> None:
             "compaction_s": r.compaction_s,
             "compaction_status": r.compaction_status,
             "chat_turns": r.chat_turns,
+            "error_kinds": r.error_kinds,
         }
         rows.append(row)
         compaction = f"{r.compaction_s:.2f} ({r.compaction_status})" if r.compaction_s else "-"
@@ -193,6 +197,9 @@ def main() -> None:
             f"{row['p50_ms'] / (base * 1000):.1f}x | {row['error_rate']:.1%} | "
             f"{row['p95_during_compaction_ms']:.1f} | {compaction} | {r.chat_turns} |"
         )
+    for row in rows:
+        if row["error_kinds"]:
+            print(f"\nErrors at {row['clients']} clients: {row['error_kinds']}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 
