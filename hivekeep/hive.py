@@ -29,6 +29,7 @@ from hivekeep.services.recall import RecallService
 from hivekeep.services.transfer import ExportReport, Importer, ImportReport, export_jsonl
 from hivekeep.store.base import Store
 from hivekeep.store.postgres import PostgresStore, is_postgres_url
+from hivekeep.store.postgres.relay import EventRelay
 from hivekeep.store.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,10 @@ class Hive:
             self.store, self.conversations, self.profiles, self.compaction, self.llms
         )
         self.compiler = ProfileCompiler(self.store, self.profiles, self.llms)
+        # PostgreSQL: events reach (and come from) every process on the hive (LISTEN/NOTIFY)
+        self.relay: EventRelay | None = None
+        if isinstance(self.store, PostgresStore):
+            self.relay = EventRelay(self.store.url, self.events)
         if not switch_embedder and self.store.count_pending():
             self.archive.backfill(limit=BACKFILL_ON_OPEN)  # switching: reembed() shows progress
 
@@ -229,6 +234,8 @@ class Hive:
 
     # lifecycle ----------------------------------------------------------------------------------
     def close(self) -> None:
+        if self.relay is not None:
+            self.relay.close()
         self.store.close()
 
     def __enter__(self) -> Hive:

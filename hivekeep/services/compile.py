@@ -117,7 +117,9 @@ class ProfileCompiler:
         for agent in self.store.list_agents():
             if self.profiles.get(agent.id).text.strip():
                 continue
-            outcome = self.regenerate(agent, source="bootstrap")
+            outcome = self._bootstrap_one(agent)
+            if outcome is None:  # compiled meanwhile by another process starting with this one
+                continue
             if not outcome.success:
                 log.warning("Bootstrap of agent %s failed: %s", agent.name, outcome.error)
             outcomes.append(outcome)
@@ -125,6 +127,19 @@ class ProfileCompiler:
         if done:
             self.store.set_meta(BOOTSTRAP_FLAG, "1")
         return BootstrapOutcome(True, done, tuple(outcomes))
+
+    def _bootstrap_one(self, agent: AgentRecord) -> CompileOutcome | None:
+        """Compile under the agent's lease, only if the profile is still empty once it is held:
+        several processes starting together (servers on one PostgreSQL hive) each see the empty
+        profile, but the lease lets one compile at a time and the rest find it written (None).
+        A busy agent is a failure: not done here, so the flag waits for whoever compiles it."""
+        try:
+            with AgentLease(self.store, agent.id):
+                if self.profiles.get(agent.id).text.strip():
+                    return None
+                return self._compile(agent, "bootstrap")
+        except HivekeepError as exc:
+            return CompileOutcome(agent.id, False, False, str(exc))
 
 
 def _fit(memories: list[MemoryRecord], budget: int) -> list[MemoryRecord]:

@@ -10,6 +10,7 @@ with no profile block).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -47,11 +48,15 @@ def responder(script: dict[str, Any]) -> Any:
     def reply(messages: list[Message], tools: Any) -> str | Completion:
         text = "\n".join(m.content for m in messages)
         if messages and messages[0].content == COMPILE_SYSTEM:
+            if script.get("trace"):  # one line per profile compile (multi-process tests count)
+                with Path(script["trace"]).open("a") as trace:
+                    trace.write(f"compile {os.getpid()}\n")
             if marker in text:
                 return "I could not write a profile this time."
             return f"<profile>\n{script['profile']}\n</profile>"
         kind = call_site_of(messages)
         if kind == "fold":
+            time.sleep(float(script.get("fold_delay_s", 0)))  # a slow fold, to overlap runs
             return str(script["fold"])
         if kind == "merge":
             return str(script["merge"])
@@ -79,16 +84,21 @@ def main(db: str, port: int, script_path: str) -> None:
         run_server(hive, host="127.0.0.1", port=port)
 
 
-def start_scripted_server(root: Path, script: dict[str, Any] | None = None) -> Server:
-    """Start the scripted server on a free port in ``root`` and wait until it answers."""
-    script_path = root / "script.json"
+def start_scripted_server(
+    root: Path, script: dict[str, Any] | None = None, *, db: str | None = None, name: str = ""
+) -> Server:
+    """Start the scripted server on a free port in ``root`` and wait until it answers.
+
+    ``db``: the hive (a file or a ``postgresql://`` URL; default ``root/hive.db``); ``name``
+    tells apart the files of several servers in one ``root``."""
+    script_path = root / f"script{name}.json"
     script_path.write_text(json.dumps(script or {}))
     port = free_port()
-    log = root / "serve.log"
+    log = root / f"serve{name}.log"
     command = [sys.executable, "-m", "tests.integration.scripted_server"]
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [*command, str(root / "hive.db"), str(port), str(script_path)],
+            [*command, db or str(root / "hive.db"), str(port), str(script_path)],
             stdout=sink,
             stderr=subprocess.STDOUT,
             env={k: v for k, v in server_env().items() if not k.startswith(MODEL_ENV)},
