@@ -92,8 +92,12 @@ class Agent:
         subject: str | None = None,
         category: Category | str | None = None,
         since: str | None = None,
+        count_retrieval: bool = True,
     ) -> RecallResult:
-        """Hybrid search over this agent's own and shared memories, ranked by relevance."""
+        """Hybrid search over this agent's own and shared memories, ranked by relevance.
+
+        ``count_retrieval=False`` for a person's search (UI, API): it leaves the memories'
+        retrieval counts, which record the agent's own recalls, untouched."""
         args = tools.validate(
             "recall", query=query, limit=limit, subject=subject, category=category, since=since
         )
@@ -103,7 +107,9 @@ class Agent:
             since=parse_since(args.since) if args.since else None,
         )
         limit = args.limit or self._hive.settings.recall_limit
-        return self._hive.recall_service.recall(self.id, args.query, limit, filters)
+        return self._hive.recall_service.recall(
+            self.id, args.query, limit, filters, count=count_retrieval
+        )
 
     def memorize(
         self,

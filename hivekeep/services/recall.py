@@ -107,7 +107,11 @@ class RecallService:
                     seen.add(memory_id)
         return found
 
-    def recall(self, agent_id: int, query: str, limit: int, filters: MemoryFilter) -> RecallResult:
+    def recall(
+        self, agent_id: int, query: str, limit: int, filters: MemoryFilter, *, count: bool = True
+    ) -> RecallResult:
+        """Fused hits, best first; ``count`` False is a person browsing (UI search), which must
+        not inflate how often the agent itself recalled a memory."""
         pool = POOL_FACTOR * limit
         arms, warning = self.arms(agent_id, query, pool, filters)
         candidates = self.store.fetch_memories(
@@ -128,5 +132,6 @@ class RecallService:
             for i, score in fused
             if i in candidates
         ][:limit]
-        self.store.mark_retrieved([hit.memory.id for hit in hits])
+        if count:
+            self.store.mark_retrieved([hit.memory.id for hit in hits])
         return RecallResult(hits, warning)

@@ -226,6 +226,11 @@ def test_search_ranks_by_relevance(api: httpx.Client, agent: dict[str, Any]) -> 
         base, params={"query": "  ", "scope": "private"}
     ).json()  # an empty search box lists instead
     assert blank["total"] == 3 and "score" not in blank["memories"][0]
+    # A person searching is not the agent recalling: retrieval counts stay as they were.
+    assert all(m["retrieval_count"] == 0 for m in blank["memories"])
+    tool = api.post(f"/api/agents/{agent['id']}/tools/recall", json={"query": "green tea"})
+    assert tool.status_code == 200
+    assert api.get(f"{base}/{tea}").json()["retrieval_count"] == 1  # the agent's own recall
 
 
 def test_another_agents_memories_private_hidden_shared_read_only(api: httpx.Client) -> None:

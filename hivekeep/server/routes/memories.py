@@ -30,7 +30,11 @@ def _search(agent: Agent, params: MemoryQuery) -> MemoryList:
     """Recall's ranking over the best ``RECALL_WINDOW`` matches, paged by limit/offset."""
     assert params.query is not None
     result = agent.recall(
-        params.query, limit=RECALL_WINDOW, subject=params.subject, category=params.category
+        params.query,
+        limit=RECALL_WINDOW,
+        subject=params.subject,
+        category=params.category,
+        count_retrieval=False,  # a person browsing is not the agent recalling
     )
     # recall sees only the agent's own memories and shared ones, so a private hit is its own
     hits = [h for h in result.hits if params.scope in (None, h.memory.scope.value)]
