@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hivekeep import Hive, ValidationError
+from hivekeep.store.sqlite.store import IN_LIST_CHUNK
 from hivekeep.types import EmbeddingState
 from tests.support import VectorTable
 
@@ -57,3 +58,15 @@ def test_embedder_outage_stores_the_batch_as_pending(db_path, table: VectorTable
         )
         assert all(r.memory.embedding_state is EmbeddingState.PENDING for r in results)
         assert len(agent.recall("offline note").hits) == 3
+
+
+def test_reading_every_memory_with_its_vector_in_one_page(table_hive: Hive) -> None:
+    """An export page or a benchmark may ask for 100k rows at once; the vector lookup is chunked
+    under SQLite's bound-variable cap (it raised "too many SQL variables" at 100k)."""
+    agent = table_hive.create_agent("bulk")
+    count = 2 * IN_LIST_CHUNK + 7
+    agent.memorize_many(
+        [{"content": f"Distinct note {n} {n * n}", "category": "fact"} for n in range(count)]
+    )
+    rows = table_hive.store.memories_with_vectors(agent.id, limit=100_000)
+    assert len(rows) == count and all(vector is not None for _, vector in rows)

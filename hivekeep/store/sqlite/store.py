@@ -42,6 +42,7 @@ from hivekeep.store.vector_cache import VectorCache
 from hivekeep.types import Category, EmbeddingState, Scope, Source
 
 BUSY_TIMEOUT_MS = 10_000
+IN_LIST_CHUNK = 500  # ids per IN (...) list; SQLite refuses more than 32,766 variables
 _MEMORY_COLUMNS = (
     "id, agent_id, author_name, content, category, subject, importance, scope, source_context, "
     "source, source_message_id, retrieval_count, last_retrieved_at, created_at, updated_at, "
@@ -499,15 +500,19 @@ class SQLiteStore(ConversationRows):
             ]
             ready = [r.id for r in records if r.embedding_state is EmbeddingState.READY]
             vectors: dict[int, npt.NDArray[np.float32]] = {}
-            if ready and self._index.exists():
+            if not self._index.exists():
+                ready = []
+            for start in range(0, len(ready), IN_LIST_CHUNK):  # SQLite caps bound variables
+                chunk = ready[start : start + IN_LIST_CHUNK]
                 rows = self._read(
                     "SELECT memory_id, embedding FROM memory_vec "
-                    f"WHERE memory_id IN ({', '.join('?' for _ in ready)})",
-                    ready,
+                    f"WHERE memory_id IN ({', '.join('?' for _ in chunk)})",
+                    chunk,
                 )
-                vectors = {
-                    int(i): np.frombuffer(blob, dtype="<f4").astype(np.float32) for i, blob in rows
-                }
+                vectors.update(
+                    (int(i), np.frombuffer(blob, dtype="<f4").astype(np.float32))
+                    for i, blob in rows
+                )
         return [(record, vectors.get(record.id)) for record in records]
 
     # profiles ---------------------------------------------------------------------------------
