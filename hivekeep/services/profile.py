@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import random
-import time
 from dataclasses import dataclass
 
 from hivekeep.core import profile as doc
@@ -12,7 +10,6 @@ from hivekeep.errors import ConflictError
 from hivekeep.events import EventBus
 from hivekeep.store.base import ProfileRecord, Store
 
-CAS_PATIENCE_S = 10.0  # like the store's busy timeout: how long an edit keeps re-applying itself
 DROPPED = "the profile was edited while the model was writing; the rewrite was dropped"
 
 
@@ -38,31 +35,18 @@ class ProfileService:
     def edit(
         self, agent_id: int, section: str, operation: str, content: str, pin: bool = False
     ) -> ProfileRecord:
-        """Apply one edit_profile operation; after a concurrent write, re-apply on the new text.
+        """Apply one edit_profile operation to the current text, atomically: the store reads,
+        changes and writes in one transaction, so concurrent edits queue instead of conflicting
+        (a lost compare-and-swap would otherwise mean retries, and under load, failures)."""
 
-        Each retry waits a random, growing moment first, so writers that collided spread out
-        instead of colliding again; only a profile that keeps changing for CAS_PATIENCE_S
-        seconds makes the edit fail (ConflictError), never a single lost race.
-        """
-        deadline = time.monotonic() + CAS_PATIENCE_S
-        pause = 0.002
-        while True:
-            current = self.store.get_profile(agent_id)
+        def change(current: ProfileRecord) -> tuple[str, int]:
             new_text = doc.apply_edit(current.text, section, operation, content, pin=pin)
-            tokens = doc.check_edit_budget(current.text, new_text, self.budget, count_tokens)
-            try:
-                saved = self.store.save_profile(
-                    agent_id, new_text, tokens, expected_revision=current.revision, manual=True
-                )
-                return self._saved(saved, "edit_profile")
-            except ConflictError:
-                if time.monotonic() >= deadline:
-                    raise ConflictError(
-                        f"The profile kept changing for {CAS_PATIENCE_S:g} s while this edit was "
-                        "applied; try again."
-                    ) from None
-                time.sleep(random.uniform(0, pause))
-                pause = min(pause * 2, 0.1)
+            return new_text, doc.check_edit_budget(
+                current.text, new_text, self.budget, count_tokens
+            )
+
+        saved = self.store.modify_profile(agent_id, change, manual=True)
+        return self._saved(saved, "edit_profile")
 
     def replace(
         self, agent_id: int, text: str, expected_revision: int | None = None

@@ -8,7 +8,7 @@ float32 sequences of the hive's embedding dimension.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -139,6 +139,9 @@ class PendingEmbedding:
     memory_id: int
     content: str
     subject: str | None
+
+
+ProfileChange = Callable[[ProfileRecord], tuple[str, int]]
 
 
 class Store(ConversationStore, Protocol):
@@ -277,4 +280,12 @@ class Store(ConversationStore, Protocol):
         self, agent_id: int, text: str, tokens: int, *, expected_revision: int, manual: bool
     ) -> ProfileRecord:
         """Compare-and-swap: raises ConflictError when the revision moved on since it was read."""
+        ...
+
+    def modify_profile(
+        self, agent_id: int, change: ProfileChange, *, manual: bool
+    ) -> ProfileRecord:
+        """Read, change and write the profile in one write transaction, so concurrent edits
+        serialise instead of conflicting. ``change`` gets the current record and returns the new
+        text and its token count; if it raises, nothing is written and the error propagates."""
         ...

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
-from hivekeep.errors import ConflictError, NotFound, StoreError
+from hivekeep.errors import ConflictError, NotFound, StoreError, ValidationError
 from hivekeep.store.base import (
     KEEP,
     EmbeddingSpace,
     MemoryChanges,
     MemoryFilter,
     NewMemory,
+    ProfileRecord,
     Store,
 )
 from hivekeep.types import Category, EmbeddingState, Scope
@@ -484,6 +488,40 @@ def test_profile_compare_and_swap(store: Store, agents) -> None:
     with pytest.raises(ConflictError, match="revision"):
         store.save_profile(alice, "## A\nstale\n", 4, expected_revision=1, manual=False)
     assert store.get_profile(alice).text == "## A\ny\n"
+
+
+def test_modify_profile_reads_changes_and_writes_in_one_step(store: Store, agents) -> None:
+    alice, _ = agents
+    seen: list[int] = []
+
+    def append(line: str) -> Callable[[ProfileRecord], tuple[str, int]]:
+        def change(current: ProfileRecord) -> tuple[str, int]:
+            seen.append(current.revision)
+            text = current.text + line + "\n"
+            return text, len(text)
+
+        return change
+
+    first = store.modify_profile(alice, append("- one"), manual=True)
+    assert (first.text, first.tokens, first.revision) == ("- one\n", 6, 1)
+    assert first.manually_edited_at is not None
+
+    def refuse(current: ProfileRecord) -> tuple[str, int]:
+        raise ValidationError("over budget")
+
+    with pytest.raises(ValidationError):
+        store.modify_profile(alice, refuse, manual=True)
+    assert store.get_profile(alice).revision == 1  # nothing written
+    with pytest.raises(NotFound):
+        store.modify_profile(999, append("x"), manual=True)
+
+    lines = [f"- t{t}n{n}" for t in range(4) for n in range(10)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda line: store.modify_profile(alice, append(line), manual=True), lines))
+    final = store.get_profile(alice)
+    assert final.revision == 1 + len(lines)  # no edit lost, none retried
+    assert all(f"{line}\n" in final.text for line in lines)
+    assert sorted(seen[1:]) == list(range(1, 1 + len(lines)))  # each saw the previous write
 
 
 # agents: rename and delete --------------------------------------------------------------------

@@ -34,6 +34,7 @@ from hivekeep.store.base import (
     MemoryRecord,
     MemoryWrite,
     PendingEmbedding,
+    ProfileChange,
     ProfileRecord,
     Vector,
     _Keep,
@@ -573,6 +574,27 @@ class PostgresStore(ConversationRows):
     # profiles ---------------------------------------------------------------------------------
     def get_profile(self, agent_id: int) -> ProfileRecord:
         with self._connection() as conn:
+            return _profile(conn, agent_id)
+
+    def modify_profile(
+        self, agent_id: int, change: ProfileChange, *, manual: bool
+    ) -> ProfileRecord:
+        now = now_timestamp()
+        stamp = sql.Identifier("manually_edited_at" if manual else "last_rewrite_at")
+        with self._transaction() as conn:
+            locked = conn.execute(
+                "SELECT 1 FROM profiles WHERE agent_id = %s FOR UPDATE", (agent_id,)
+            ).fetchone()
+            if locked is None:
+                raise NotFound(f"No agent with id {agent_id}.")
+            text, tokens = change(_profile(conn, agent_id))
+            conn.execute(
+                sql.SQL(
+                    "UPDATE profiles SET text = %s, tokens = %s, revision = revision + 1, "
+                    "{} = %s, updated_at = %s WHERE agent_id = %s"
+                ).format(stamp),
+                (text, tokens, now, now, agent_id),
+            )
             return _profile(conn, agent_id)
 
     def save_profile(

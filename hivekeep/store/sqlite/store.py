@@ -31,6 +31,7 @@ from hivekeep.store.base import (
     MemoryRecord,
     MemoryWrite,
     PendingEmbedding,
+    ProfileChange,
     ProfileRecord,
     Vector,
     _Keep,
@@ -525,6 +526,16 @@ class SQLiteStore(ConversationRows):
         if not rows:
             raise NotFound(f"No agent with id {agent_id}.")
         return ProfileRecord(*rows[0])
+
+    def modify_profile(
+        self, agent_id: int, change: ProfileChange, *, manual: bool
+    ) -> ProfileRecord:
+        with self.atomic():  # BEGIN IMMEDIATE: the read below is already under the write lock
+            current = self.get_profile(agent_id)
+            text, tokens = change(current)
+            return self.save_profile(
+                agent_id, text, tokens, expected_revision=current.revision, manual=manual
+            )
 
     def save_profile(
         self, agent_id: int, text: str, tokens: int, *, expected_revision: int, manual: bool
