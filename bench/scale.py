@@ -346,7 +346,18 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     parser.add_argument("--peer", choices=["mem0"], help="also time a peer system")
     parser.add_argument("--real", type=int, default=2000, help="texts for the real-model ingest")
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "postgresql"],
+        default="sqlite",
+        help="postgresql: recall on PostgreSQL next to SQLite, same corpus, same run "
+        "(bench/scale_postgres.py, with a private server)",
+    )
     args = parser.parse_args()
+    if args.backend == "postgresql":
+        script = str(Path(__file__).with_name("scale_postgres.py"))
+        extra = ["--million"] if args.million else []
+        os.execv(sys.executable, [sys.executable, script, "--sizes", args.sizes, *extra])
     sizes = [int(s) for s in args.sizes.split(",")] + ([1_000_000] if args.million else [])
     info = machine()
     say("# hivekeep scale benchmark\n")

@@ -36,3 +36,23 @@ def test_scale_benchmark_runs_on_a_tiny_hive(tmp_path: Path) -> None:
     [size] = json.loads(figures.read_text())["sizes"]
     assert size["one_build"]["duplicates"] == 0
     assert size["one"]["recall_p50"] > 0 and size["ten"]["knn_p50"] > 0
+
+
+def test_scale_benchmark_runs_on_postgresql_next_to_sqlite() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "scale.py"),
+            "--backend",
+            "postgresql",
+            "--sizes",
+            "300",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| 300 |")]
+    assert [row.split("|")[2].strip() for row in rows] == ["sqlite", "postgresql"]
