@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
 import click
@@ -138,3 +139,25 @@ def cli(db: str) -> None:
         hivekeep memorize --agent assistant "User likes tea" --category preference
         hivekeep recall --agent assistant "what does the user drink?"
     """
+
+
+class ProgressBar:
+    """A ``(done, total)`` progress callback drawing a bar on stderr, sized on its first call.
+
+    Services report progress as plain callbacks; this adapts one to click's bar, which the
+    command's ``ExitStack`` closes (so an error mid-way still ends the line cleanly).
+    """
+
+    def __init__(self, stack: ExitStack[bool | None], label: str) -> None:
+        self.stack = stack
+        self.label = label
+        self.bar: Any = None
+        self.shown = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = self.stack.enter_context(
+                click.progressbar(length=total, label=self.label, file=sys.stderr)
+            )
+        self.bar.update(done - self.shown)
+        self.shown = done

@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from contextlib import ExitStack
-from typing import TYPE_CHECKING
 
 import click
 
-from hivekeep.cli import db_option, open_hive
-
-if TYPE_CHECKING:
-    from click._termui_impl import ProgressBar
-
-
-class _Bar:
-    """A progress callback ``(done, total)`` drawing a bar on stderr, sized on its first call."""
-
-    def __init__(self, stack: ExitStack[bool | None]) -> None:
-        self.stack = stack
-        self.bar: ProgressBar[int] | None = None
-        self.shown = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.bar is None:
-            self.bar = self.stack.enter_context(
-                click.progressbar(length=total, label="Re-embedding", file=sys.stderr)
-            )
-        self.bar.update(done - self.shown)
-        self.shown = done
+from hivekeep.cli import ProgressBar, db_option, open_hive
 
 
 @click.command()
@@ -55,7 +33,7 @@ def reembed(spec: str | None, everything: bool, db: str) -> None:
         hivekeep reembed --all
     """
     with open_hive(db, embedder=spec, switch_embedder=True) as hive, ExitStack() as stack:
-        result = hive.reembed(progress=_Bar(stack), everything=everything)
+        result = hive.reembed(progress=ProgressBar(stack, "Re-embedding"), everything=everything)
         model = hive.embeddings.space.model
     done = f"Re-embedded {_memories(result.embedded)} with {model}."
     if result.error:

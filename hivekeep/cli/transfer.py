@@ -6,32 +6,11 @@ import os
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from hivekeep.cli import db_option, open_hive
+from hivekeep.cli import ProgressBar, db_option, open_hive
 from hivekeep.services.transfer import ExportReport, ImportReport
-
-if TYPE_CHECKING:
-    from click._termui_impl import ProgressBar
-
-
-class _Lines:
-    """A progress callback ``(line, lines)`` drawing a bar on stderr, sized on its first call."""
-
-    def __init__(self, stack: ExitStack[bool | None]) -> None:
-        self.stack = stack
-        self.bar: ProgressBar[int] | None = None
-        self.shown = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.bar is None:
-            self.bar = self.stack.enter_context(
-                click.progressbar(length=total, label="Importing", file=sys.stderr)
-            )
-        self.bar.update(done - self.shown)
-        self.shown = done
 
 
 @click.command()
@@ -92,7 +71,9 @@ def import_(file: Path, replace_profiles: bool, db: str) -> None:
         hivekeep --db new.db import backup.jsonl --replace-profiles
     """
     with open_hive(db) as hive, ExitStack() as stack:
-        report = hive.import_(file, replace_profiles=replace_profiles, progress=_Lines(stack))
+        report = hive.import_(
+            file, replace_profiles=replace_profiles, progress=ProgressBar(stack, "Importing")
+        )
     for line in _imported(report):
         click.echo(line)
 

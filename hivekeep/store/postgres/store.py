@@ -42,8 +42,9 @@ from hivekeep.store.base import (
 from hivekeep.store.postgres import migrations
 from hivekeep.store.postgres.conversations import ConversationRows
 from hivekeep.store.postgres.leases import AdvisoryLeases
+from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
 from hivekeep.store.vector_cache import subject_key
-from hivekeep.types import Category, EmbeddingState, Scope, Source
+from hivekeep.types import Scope
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -56,11 +57,6 @@ HNSW_MAX_DIMENSION = 2000  # pgvector's limit for an HNSW index on ``vector``; a
 HNSW_MAX_SCAN_TUPLES = 100_000
 _URL = re.compile(r"^postgres(ql)?://", re.IGNORECASE)
 _PUNCTUATION = str.maketrans(dict.fromkeys(migrations.SPLIT_PUNCTUATION, " "))
-_MEMORY_COLUMNS = (
-    "id, agent_id, author_name, content, category, subject, importance, scope, source_context, "
-    "source, source_message_id, retrieval_count, last_retrieved_at, created_at, updated_at, "
-    "embedding_state"
-)
 
 
 def is_postgres_url(target: str) -> bool:
@@ -71,27 +67,6 @@ def is_postgres_url(target: str) -> bool:
 def redact(url: str) -> str:
     """The URL without its password, for messages."""
     return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@/]*@", r"\1:***@", url, flags=re.IGNORECASE)
-
-
-def _memory(row: Sequence[Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=row[0],
-        agent_id=row[1],
-        author_name=row[2],
-        content=row[3],
-        category=Category(row[4]),
-        subject=row[5],
-        importance=row[6],
-        scope=Scope(row[7]),
-        source_context=row[8],
-        source=Source(row[9]),
-        source_message_id=row[10],
-        retrieval_count=row[11],
-        last_retrieved_at=row[12],
-        created_at=row[13],
-        updated_at=row[14],
-        embedding_state=EmbeddingState(row[15]),
-    )
 
 
 def vector_literal(vector: Vector) -> str:
@@ -325,7 +300,7 @@ class PostgresStore(ConversationRows):
                     "source_message_id, embedding, embedding_state, embedding_model, "
                     "retrieval_count, last_retrieved_at, created_at, updated_at) VALUES "
                     "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, %s, %s, %s, %s, "
-                    f"%s, %s) RETURNING {_MEMORY_COLUMNS}",
+                    f"%s, %s) RETURNING {MEMORY_COLUMNS}",
                     (
                         memory.agent_id,
                         authors[memory.agent_id],
@@ -349,7 +324,7 @@ class PostgresStore(ConversationRows):
                     ),
                 ).fetchone()
                 assert row is not None
-                results.append((_memory(row), False))
+                results.append((memory_from_row(row), False))
         return results
 
     def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
@@ -401,12 +376,12 @@ class PostgresStore(ConversationRows):
                 sql.SQL("UPDATE memories SET {} WHERE id = {} RETURNING {}").format(
                     sql.SQL(", ").join(assignments),
                     sql.Placeholder("id"),
-                    sql.SQL(_MEMORY_COLUMNS),
+                    sql.SQL(MEMORY_COLUMNS),
                 ),
                 {**fields, "id": memory_id},
             ).fetchone()
             assert row is not None
-            return _memory(row)
+            return memory_from_row(row)
 
     def delete_memory(self, memory_id: int, owner_id: int) -> None:
         with self._transaction() as conn:
@@ -496,11 +471,11 @@ class PostgresStore(ConversationRows):
         if not ids:
             return {}
         rows = self._read(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ANY(%s) "
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ANY(%s) "
             "AND (agent_id = %s OR scope = 'shared')",
             (list(ids), viewer_id),
         )
-        return {row[0]: _memory(row) for row in rows}
+        return {row[0]: memory_from_row(row) for row in rows}
 
     def list_memories(
         self, viewer_id: int, filters: MemoryFilter, limit: int, offset: int
@@ -510,11 +485,11 @@ class PostgresStore(ConversationRows):
             total = conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params)
             count_row = total.fetchone()
             rows = conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where} "
+                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where} "
                 "ORDER BY m.created_at DESC, m.id DESC LIMIT %(limit)s OFFSET %(offset)s",
                 {**params, "limit": limit, "offset": offset},
             ).fetchall()
-        return [_memory(row) for row in rows], int(count_row[0]) if count_row else 0
+        return [memory_from_row(row) for row in rows], int(count_row[0]) if count_row else 0
 
     def mark_retrieved(self, ids: Sequence[int]) -> None:
         if not ids:
@@ -562,12 +537,15 @@ class PostgresStore(ConversationRows):
     ) -> list[tuple[MemoryRecord, npt.NDArray[np.float32] | None]]:
         author = "" if agent_id is None else " AND agent_id = %(agent)s"
         rows = self._read(
-            f"SELECT {_MEMORY_COLUMNS}, embedding::real[] FROM memories "
+            f"SELECT {MEMORY_COLUMNS}, embedding::real[] FROM memories "
             f"WHERE id > %(after)s{author} ORDER BY id LIMIT %(limit)s",
             {"after": after_id, "agent": agent_id, "limit": limit},
         )
         return [
-            (_memory(row), None if row[16] is None else np.asarray(row[16], dtype=np.float32))
+            (
+                memory_from_row(row),
+                None if row[16] is None else np.asarray(row[16], dtype=np.float32),
+            )
             for row in rows
         ]
 
@@ -706,13 +684,13 @@ def _find_duplicate(
 
 def _get_memory(conn: Connection, memory_id: int, viewer_id: int) -> MemoryRecord:
     row = conn.execute(
-        f"SELECT {_MEMORY_COLUMNS} FROM memories "
+        f"SELECT {MEMORY_COLUMNS} FROM memories "
         "WHERE id = %s AND (agent_id = %s OR scope = 'shared')",
         (memory_id, viewer_id),
     ).fetchone()
     if row is None:
         raise NotFound(f"No memory with id {memory_id} is visible to this agent.")
-    return _memory(row)
+    return memory_from_row(row)
 
 
 def _owned(conn: Connection, memory_id: int, owner_id: int) -> MemoryRecord:

@@ -37,39 +37,14 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.migrations import sqlite as migrations
+from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
 from hivekeep.store.sqlite.conversations import ConversationRows
 from hivekeep.store.sqlite.vectors import Duplicates, VectorIndex, filter_clauses
 from hivekeep.store.vector_cache import VectorCache
-from hivekeep.types import Category, EmbeddingState, Scope, Source
+from hivekeep.types import EmbeddingState, Scope
 
 BUSY_TIMEOUT_MS = 10_000
 IN_LIST_CHUNK = 500  # ids per IN (...) list; SQLite refuses more than 32,766 variables
-_MEMORY_COLUMNS = (
-    "id, agent_id, author_name, content, category, subject, importance, scope, source_context, "
-    "source, source_message_id, retrieval_count, last_retrieved_at, created_at, updated_at, "
-    "embedding_state"
-)
-
-
-def _memory(row: Sequence[Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=row[0],
-        agent_id=row[1],
-        author_name=row[2],
-        content=row[3],
-        category=Category(row[4]),
-        subject=row[5],
-        importance=row[6],
-        scope=Scope(row[7]),
-        source_context=row[8],
-        source=Source(row[9]),
-        source_message_id=row[10],
-        retrieval_count=row[11],
-        last_retrieved_at=row[12],
-        created_at=row[13],
-        updated_at=row[14],
-        embedding_state=EmbeddingState(row[15]),
-    )
 
 
 def _best_first(hits: list[tuple[int, float, str]]) -> list[tuple[int, float, str]]:
@@ -297,13 +272,13 @@ class SQLiteStore(ConversationRows):
 
     def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
         rows = self._read(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories "
+            f"SELECT {MEMORY_COLUMNS} FROM memories "
             "WHERE id = ? AND (agent_id = ? OR scope = 'shared')",
             (memory_id, viewer_id),
         )
         if not rows:
             raise NotFound(f"No memory with id {memory_id} is visible to this agent.")
-        return _memory(rows[0])
+        return memory_from_row(rows[0])
 
     def _owned(self, memory_id: int, owner_id: int) -> MemoryRecord:
         record = self.get_memory(memory_id, owner_id)
@@ -432,11 +407,11 @@ class SQLiteStore(ConversationRows):
             return {}
         marks = ", ".join("?" for _ in ids)
         rows = self._read(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories "
+            f"SELECT {MEMORY_COLUMNS} FROM memories "
             f"WHERE id IN ({marks}) AND (+agent_id = ? OR scope = 'shared')",
             (*ids, viewer_id),
         )
-        return {row[0]: _memory(row) for row in rows}
+        return {row[0]: memory_from_row(row) for row in rows}
 
     def list_memories(
         self, viewer_id: int, filters: MemoryFilter, limit: int, offset: int
@@ -445,11 +420,11 @@ class SQLiteStore(ConversationRows):
         with self._lock:
             total = self._read(f"SELECT count(*) FROM memories m WHERE {where}", params)[0][0]
             rows = self._read(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where} "
+                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where} "
                 "ORDER BY m.created_at DESC, m.id DESC LIMIT :limit OFFSET :offset",
                 {**params, "limit": limit, "offset": offset},
             )
-        return [_memory(row) for row in rows], int(total)
+        return [memory_from_row(row) for row in rows], int(total)
 
     def mark_retrieved(self, ids: Sequence[int]) -> None:
         if not ids:
@@ -473,12 +448,12 @@ class SQLiteStore(ConversationRows):
     def store_embedding(self, memory_id: int, content: str, vector: Vector) -> bool:
         with self.atomic() as conn:
             row = conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ? AND content = ?",
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ? AND content = ?",
                 (memory_id, content),
             ).fetchone()
             if row is None:
                 return False
-            self._index.write(_memory(row), vector)
+            self._index.write(memory_from_row(row), vector)
             return True
 
     def count_pending(self) -> int:
@@ -492,9 +467,9 @@ class SQLiteStore(ConversationRows):
         author = "" if agent_id is None else " AND agent_id = :agent"
         with self._lock:
             records = [
-                _memory(row)
+                memory_from_row(row)
                 for row in self._read(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id > :after{author} "
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id > :after{author} "
                     "ORDER BY id LIMIT :limit",
                     {"after": after_id, "agent": agent_id, "limit": limit},
                 )
