@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from hivekeep.errors import ValidationError
+
 MaintenanceStatus = Literal["pending", "done", "failed"]
 
 
@@ -144,6 +146,29 @@ class RestoredConversation:
     updated_at: str
     messages: tuple[RestoredMessage, ...] = ()
     summaries: tuple[RestoredSummary, ...] = ()
+
+    def check_positions(self) -> None:
+        """Every relation points inside the conversation (a merge's sources: earlier summaries);
+        checked by every backend before it writes anything."""
+        messages, summaries = len(self.messages), len(self.summaries)
+
+        def check(position: int | None, size: int, what: str) -> None:
+            if position is not None and not 0 <= position < size:
+                raise ValidationError(
+                    f"Conversation {self.title!r}: {what} points at position {position}, "
+                    f"outside its {size}."
+                )
+
+        for m in self.messages:
+            check(m.summary, summaries, "a message's summary")
+            for positions in m.record_summaries.values():
+                for position in positions:
+                    check(position, summaries, "a compaction record's summary")
+        for index, s in enumerate(self.summaries):
+            check(s.first_message, messages, "a summary's first message")
+            check(s.last_message, messages, "a summary's last message")
+            for position in s.sources:
+                check(position, index, "a merged summary's source (an earlier summary)")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hivekeep.errors import StoreError
+from hivekeep.store.spoken_dates import month_cases
 
 Connection = Any  # apsw.Connection (apsw ships no type stubs)
 
@@ -90,26 +91,7 @@ def m001_initial(conn: Connection) -> None:
 
 def _spoken_date(column: str) -> str:
     """SQL rendering a stored timestamp as words a query may use: '8 May 2023'."""
-    months = " ".join(
-        f"WHEN '{number:02d}' THEN '{name}'"
-        for number, name in enumerate(
-            [
-                "January",
-                "February",
-                "March",
-                "April",
-                "May",
-                "June",
-                "July",
-                "August",
-                "September",
-                "October",
-                "November",
-                "December",
-            ],
-            start=1,
-        )
-    )
+    months = month_cases()
     return (
         f"CAST(substr({column}, 9, 2) AS INTEGER) || ' ' || "
         f"CASE substr({column}, 6, 2) {months} END || ' ' || substr({column}, 1, 4)"

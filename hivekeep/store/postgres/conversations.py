@@ -15,7 +15,7 @@ from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
 
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import ConflictError, NotFound, ValidationError
+from hivekeep.errors import ConflictError, NotFound
 from hivekeep.store.conversations import (
     AgentSettings,
     ConversationRecord,
@@ -144,7 +144,7 @@ class ConversationRows:
         return [ConversationRecord(*row) for row in rows]
 
     def restore_conversation(self, agent_id: int, conversation: RestoredConversation) -> Restored:
-        check_positions(conversation)
+        conversation.check_positions()
         c = conversation
         with self._transaction() as conn:
             _agent_exists(conn, agent_id)
@@ -384,29 +384,6 @@ class ConversationRows:
 def _tool_calls(m: NewMessage) -> Jsonb | None:
     calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
     return Jsonb(calls) if calls else None
-
-
-def check_positions(c: RestoredConversation) -> None:
-    """Every relation of a restored conversation points inside it (sources: earlier summaries)."""
-    messages, summaries = len(c.messages), len(c.summaries)
-
-    def check(position: int | None, size: int, what: str) -> None:
-        if position is not None and not 0 <= position < size:
-            raise ValidationError(
-                f"Conversation {c.title!r}: {what} points at position {position}, "
-                f"outside its {size}."
-            )
-
-    for m in c.messages:
-        check(m.summary, summaries, "a message's summary")
-        for positions in m.record_summaries.values():
-            for position in positions:
-                check(position, summaries, "a compaction record's summary")
-    for index, s in enumerate(c.summaries):
-        check(s.first_message, messages, "a summary's first message")
-        check(s.last_message, messages, "a summary's last message")
-        for position in s.sources:
-            check(position, index, "a merged summary's source (an earlier summary)")
 
 
 def _agent_exists(conn: Connection, agent_id: int) -> None:

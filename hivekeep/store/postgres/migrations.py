@@ -20,6 +20,7 @@ from psycopg import sql
 from psycopg.rows import TupleRow
 
 from hivekeep.errors import StoreError
+from hivekeep.store.spoken_dates import month_cases
 
 # Latin letters with diacritics and the letter they fold to (NFKD base), as FTS5's
 # ``remove_diacritics 2`` does; then the ASCII punctuation that PostgreSQL's parser would glue into
@@ -39,21 +40,6 @@ SPLIT_PUNCTUATION = "._-@/:+\\~"
 Connection = psycopg.Connection[TupleRow]
 MIN_PGVECTOR = (0, 8)  # iterative index scans
 
-_MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
-
 
 def _literal(text: str) -> str:
     """A SQL string literal (standard_conforming_strings: only quotes are doubled)."""
@@ -64,9 +50,7 @@ def m001_initial(conn: Connection) -> None:
     fold_from = _FOLD_FROM + SPLIT_PUNCTUATION
     fold_to = _FOLD_TO + " " * len(SPLIT_PUNCTUATION)
     assert len(fold_from) == len(fold_to)
-    months = " ".join(
-        f"WHEN '{number:02d}' THEN '{name}'" for number, name in enumerate(_MONTHS, start=1)
-    )
+    months = month_cases()
     statements = [
         'CREATE TABLE meta (key text COLLATE "C" PRIMARY KEY, value text NOT NULL)',
         """CREATE TABLE agents (

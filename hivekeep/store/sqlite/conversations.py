@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import ConflictError, NotFound, ValidationError
+from hivekeep.errors import ConflictError, NotFound
 from hivekeep.store.conversations import (
     AgentSettings,
     ConversationRecord,
@@ -85,29 +85,6 @@ def _marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
-def _check_positions(c: RestoredConversation) -> None:
-    """Every relation of a restored conversation points inside it (sources: earlier summaries)."""
-    messages, summaries = len(c.messages), len(c.summaries)
-
-    def check(position: int | None, size: int, what: str) -> None:
-        if position is not None and not 0 <= position < size:
-            raise ValidationError(
-                f"Conversation {c.title!r}: {what} points at position {position}, "
-                f"outside its {size}."
-            )
-
-    for m in c.messages:
-        check(m.summary, summaries, "a message's summary")
-        for positions in m.record_summaries.values():
-            for position in positions:
-                check(position, summaries, "a compaction record's summary")
-    for index, s in enumerate(c.summaries):
-        check(s.first_message, messages, "a summary's first message")
-        check(s.last_message, messages, "a summary's last message")
-        for position in s.sources:
-            check(position, index, "a merged summary's source (an earlier summary)")
-
-
 class ConversationRows:
     """``ConversationStore`` on SQLite; mixed into ``SQLiteStore``."""
 
@@ -167,7 +144,7 @@ class ConversationRows:
         return [ConversationRecord(*row) for row in rows]
 
     def restore_conversation(self, agent_id: int, conversation: RestoredConversation) -> Restored:
-        _check_positions(conversation)
+        conversation.check_positions()
         c = conversation
         with self.atomic() as conn:
             self._agent_exists(agent_id)
