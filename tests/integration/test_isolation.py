@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hivekeep import Hive, Settings
-from hivekeep.store.base import MemoryFilter, NewMemory
+from hivekeep.store.base import MemoryFilter, MemoryWrite, NewMemory
 from hivekeep.types import Category
 from tests.postgres import hive_target
-from tests.support import VectorTable, insert_one, random_unit, with_cosine
+from tests.support import VectorTable, random_unit, with_cosine
 
 AGENTS = 4
 WORDS = ["apple", "river", "engine", "violet", "harbor", "comet"]
@@ -113,58 +113,73 @@ def test_random_operations_never_cross_private_boundaries(backend: str, ops: lis
             )
 
 
-def test_own_best_match_survives_20_agents_of_500_memories(db_path: Path) -> None:
+def bulk_load(hive: Hive, agent_id: int, texts: list[str], table: VectorTable) -> None:
+    """Insert without dedup: recall is what these tests check, not the write path."""
+    hive.store.insert_memories(
+        [
+            MemoryWrite(NewMemory(agent_id, text, Category.FACT), table.vectors[text], text)
+            for text in texts
+        ],
+        dedup_threshold=2.0,
+    )
+
+
+def check_own_best_match(db: Path | str, per_agent: int, chosen: int) -> None:
+    """20 agents; every other agent's private memories are closer to the query than agent 7's
+    one good match, which must still be agent 7's top hit (visibility inside the KNN)."""
     table = VectorTable(dimension=24)
     query = random_unit("the query", table.dimension)
     table.set("the query", query)
-    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+    with Hive(db, embedder=table, settings=Settings()) as hive:
         agents = [hive.create_agent(f"agent{i}") for i in range(20)]
         for a, agent in enumerate(agents):
-            for m in range(500):
+            texts = []
+            for m in range(per_agent):
                 text = f"agent {a} memory {m}"
-                spread = ((a * 500 + m) % 97) / 97
+                spread = ((a * per_agent + m) % 97) / 97
                 if a == 7:  # the agent under test: one good match, the rest unrelated
-                    cosine = 0.62 if m == 123 else 0.1 + 0.2 * spread
+                    cosine = 0.62 if m == chosen else 0.1 + 0.2 * spread
                 else:  # every other agent's private memories are closer to the query
                     cosine = 0.75 + 0.2 * spread
                 table.set(text, with_cosine(query, cosine, text))
-                insert_one(
-                    hive.store,  # bulk load without dedup; recall is what is tested
-                    NewMemory(agent_id=agent.id, content=text, category=Category.FACT),
-                    table.vectors[text],
-                    text_key=text,
-                    dedup_threshold=2.0,
-                )
+                texts.append(text)
+            bulk_load(hive, agent.id, texts, table)
         hits = agents[7].recall("the query", limit=1).hits
-        assert hits[0].memory.content == "agent 7 memory 123"
+        assert hits[0].memory.content == f"agent 7 memory {chosen}"
         assert all(h.memory.agent_id == agents[7].id for h in agents[7].recall("the query").hits)
 
 
-def test_near_duplicate_beyond_global_top3_is_detected(db_path: Path) -> None:
+def check_near_duplicate_beyond_global_top3(db: Path | str, per_other: int) -> None:
+    """A near-duplicate of the writer's own memory is found although 10 other agents hold
+    ``per_other`` closer private vectors each (dedup searches the writer's visible set)."""
     table = VectorTable(dimension=24)
     new_text = "The user's sister lives in Oslo"
     target = random_unit(new_text, table.dimension)
     table.set(new_text, target)
-    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+    with Hive(db, embedder=table, settings=Settings()) as hive:
         alice = hive.create_agent("alice")
         others = [hive.create_agent(f"other{i}") for i in range(10)]
         existing = "Alice's user has a sister in Oslo"
         table.set(existing, with_cosine(target, 0.93, "existing"))
         kept = alice.memorize(existing, category="fact").memory
         for o, other in enumerate(others):
-            for m in range(300):  # 3,000 closer vectors, all private to other agents
+            texts = []
+            for m in range(per_other):  # closer vectors, all private to other agents
                 text = f"other {o} item {m}"
                 table.set(text, with_cosine(target, 0.97 + 0.02 * (m % 10) / 10, text))
-                insert_one(
-                    hive.store,
-                    NewMemory(agent_id=other.id, content=text, category=Category.FACT),
-                    table.vectors[text],
-                    text_key=text,
-                    dedup_threshold=2.0,
-                )
+                texts.append(text)
+            bulk_load(hive, other.id, texts, table)
         global_top = hive.store.vector_search(others[0].id, target, 3, MemoryFilter())
         assert kept.id not in [i for i, _ in global_top]
         result = alice.call_tool("memorize", {"content": new_text, "category": "fact"})
         assert result["duplicate"] is True and result["id"] == kept.id
         # and another agent's private near-copies never count as the writer's duplicates
         assert others[0].memorize("Fresh fact for other0", category="fact").duplicate is False
+
+
+def test_own_best_match_survives_20_agents_of_500_memories(db_path: Path) -> None:
+    check_own_best_match(db_path, per_agent=500, chosen=123)
+
+
+def test_near_duplicate_beyond_global_top3_is_detected(db_path: Path) -> None:
+    check_near_duplicate_beyond_global_top3(db_path, per_other=300)

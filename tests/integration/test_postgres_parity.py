@@ -3,9 +3,9 @@
 The recall regression tests (``test_recall.py``) are imported here and run again with ``db_path``
 naming a clean PostgreSQL schema instead of a file (see tests/postgres.py); the isolation property
 test is parametrised by backend in its own file. The two isolation tests at scale
-(``test_isolation.py``) run here on a fifth of their data: an HNSW insert costs about 1 ms, so
+(``test_isolation.py``'s ``check_*`` helpers) run here on a fifth of their data: an HNSW insert costs about 1 ms, so
 10,000 rows would take a minute; 2,000 still put far more of other agents' closer vectors ahead of
-the viewer's than an HNSW scan looks at in one pass (``hnsw.ef_search``, 40). Then: backend
+the viewer's than an HNSW scan looks at in one pass (``hnsw.ef_search``, 200). Then: backend
 selection by URL, and the bounds on how far the backends' rankings may differ.
 """
 
@@ -27,9 +27,13 @@ from hivekeep.store.leases import new_holder
 from hivekeep.store.postgres import PostgresStore
 from hivekeep.store.sqlite import SQLiteStore
 from hivekeep.types import Category, Scope
+from tests.integration.test_isolation import (
+    check_near_duplicate_beyond_global_top3,
+    check_own_best_match,
+)
 from tests.integration.test_recall import *  # noqa: F403  (every recall test, on PostgreSQL)
 from tests.postgres import TestPostgresStore, postgres_url, server_url, with_search_path
-from tests.support import VectorTable, random_unit, with_cosine
+from tests.support import VectorTable, random_unit
 
 
 @pytest.fixture
@@ -40,62 +44,12 @@ def db_path() -> Iterator[str]:  # type: ignore[override]
 
 
 # isolation at scale -------------------------------------------------------------------------------
-def _bulk(hive: Hive, agent_id: int, texts: list[str], table: VectorTable) -> None:
-    hive.store.insert_memories(
-        [
-            MemoryWrite(NewMemory(agent_id, text, Category.FACT), table.vectors[text], text)
-            for text in texts
-        ],
-        dedup_threshold=2.0,  # bulk load without dedup; recall is what is tested
-    )
-
-
 def test_own_best_match_survives_20_agents_of_100_memories(db_path: str) -> None:
-    table = VectorTable(dimension=24)
-    query = random_unit("the query", table.dimension)
-    table.set("the query", query)
-    with Hive(db_path, embedder=table, settings=Settings()) as hive:
-        agents = [hive.create_agent(f"agent{i}") for i in range(20)]
-        for a, agent in enumerate(agents):
-            texts = []
-            for m in range(100):
-                text = f"agent {a} memory {m}"
-                spread = ((a * 100 + m) % 97) / 97
-                if a == 7:  # the agent under test: one good match, the rest unrelated
-                    cosine = 0.62 if m == 23 else 0.1 + 0.2 * spread
-                else:  # every other agent's private memories are closer to the query
-                    cosine = 0.75 + 0.2 * spread
-                table.set(text, with_cosine(query, cosine, text))
-                texts.append(text)
-            _bulk(hive, agent.id, texts, table)
-        hits = agents[7].recall("the query", limit=1).hits
-        assert hits[0].memory.content == "agent 7 memory 23"
-        assert all(h.memory.agent_id == agents[7].id for h in agents[7].recall("the query").hits)
+    check_own_best_match(db_path, per_agent=100, chosen=23)
 
 
 def test_near_duplicate_beyond_global_top3_is_detected(db_path: str) -> None:
-    table = VectorTable(dimension=24)
-    new_text = "The user's sister lives in Oslo"
-    target = random_unit(new_text, table.dimension)
-    table.set(new_text, target)
-    with Hive(db_path, embedder=table, settings=Settings()) as hive:
-        alice = hive.create_agent("alice")
-        others = [hive.create_agent(f"other{i}") for i in range(10)]
-        existing = "Alice's user has a sister in Oslo"
-        table.set(existing, with_cosine(target, 0.93, "existing"))
-        kept = alice.memorize(existing, category="fact").memory
-        for o, other in enumerate(others):
-            texts = []
-            for m in range(100):  # 1,000 closer vectors, all private to other agents
-                text = f"other {o} item {m}"
-                table.set(text, with_cosine(target, 0.97 + 0.02 * (m % 10) / 10, text))
-                texts.append(text)
-            _bulk(hive, other.id, texts, table)
-        global_top = hive.store.vector_search(others[0].id, target, 3, MemoryFilter())
-        assert kept.id not in [i for i, _ in global_top]
-        result = alice.call_tool("memorize", {"content": new_text, "category": "fact"})
-        assert result["duplicate"] is True and result["id"] == kept.id
-        assert others[0].memorize("Fresh fact for other0", category="fact").duplicate is False
+    check_near_duplicate_beyond_global_top3(db_path, per_other=100)
 
 
 # selection --------------------------------------------------------------------------------------
