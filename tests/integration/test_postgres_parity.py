@@ -2,11 +2,11 @@
 
 The recall regression tests (``test_recall.py``) are imported here and run again with ``db_path``
 naming a clean PostgreSQL schema instead of a file (see tests/postgres.py); the isolation property
-test is parametrised by backend in its own file. The two isolation tests at scale
-(``test_isolation.py``'s ``check_*`` helpers) run here on a fifth of their data: an HNSW insert costs about 1 ms, so
-10,000 rows would take a minute; 2,000 still put far more of other agents' closer vectors ahead of
-the viewer's than an HNSW scan looks at in one pass (``hnsw.ef_search``, 200). Then: backend
-selection by URL, and the bounds on how far the backends' rankings may differ.
+test is parametrised by backend in its own file. The two isolation checks at scale
+(``check_*`` in ``test_isolation.py``) run here on a fifth of their data: an HNSW insert costs
+about 1 ms, so 10,000 rows would take a minute; 2,000 still put far more of other agents' closer
+vectors ahead of the viewer's than an HNSW scan looks at in one pass (``hnsw.ef_search``, 200).
+Then: backend selection by URL, and the bounds on how far the backends' rankings may differ.
 """
 
 from __future__ import annotations
