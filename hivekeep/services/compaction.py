@@ -26,7 +26,7 @@ from hivekeep.services.maintenance import MaintenanceOutcome, MaintenanceService
 from hivekeep.services.profile import ProfileService
 from hivekeep.store.base import AgentRecord, Store
 from hivekeep.store.conversations import MessageRecord, NewMessage, NewSummary
-from hivekeep.store.leases import new_holder
+from hivekeep.store.leases import LeaseKeeper, new_holder
 
 log = logging.getLogger(__name__)
 
@@ -70,15 +70,22 @@ class CompactionOutcome:
 
 
 class AgentLease:
-    """Context manager over the per-agent lease; raises AgentBusy when someone else holds it."""
+    """Context manager over the per-agent lease; raises AgentBusy when someone else holds it.
 
-    def __init__(self, store: Store, agent_id: int) -> None:
+    The lease is renewed in the background while the block runs (``LeaseKeeper``), so a run
+    longer than ``ttl_seconds`` keeps it, and one whose process died frees it within a TTL.
+    """
+
+    def __init__(
+        self, store: Store, agent_id: int, *, ttl_seconds: float = LEASE_TTL_SECONDS
+    ) -> None:
         self.store = store
         self.name = lease_name(agent_id)
         self.holder = new_holder()
+        self.keeper = LeaseKeeper(store, self.name, self.holder, ttl_seconds)
 
     def __enter__(self) -> AgentLease:
-        other = self.store.acquire_lease(self.name, self.holder, LEASE_TTL_SECONDS)
+        other = self.keeper.acquire()
         if other is not None:
             raise AgentBusy(
                 "A compaction, bootstrap or regenerate of this agent is already running "
@@ -87,7 +94,7 @@ class AgentLease:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.store.release_lease(self.name, self.holder)
+        self.keeper.release()
 
 
 class CompactionService:

@@ -1,15 +1,28 @@
-"""Lease holders: who holds a lock, and whether that process still exists.
+"""Lease holders: who holds a lock, whether that process still exists, and keeping a lease alive.
 
 A holder name is ``host:pid:token``. A lease whose holder lives on this host under a pid that no
 longer exists was left by a crash and is free at once, instead of blocking compaction until its
 expiry; a holder on another host is trusted until the lease expires.
+
+A lease has a TTL so that a holder that vanished without a trace frees it by expiry. Work under a
+lease (an LLM call can be slow) may run longer than that, so ``LeaseKeeper`` renews it while the
+work runs; see its docstring.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import threading
 import uuid
+from typing import Protocol
+
+from hivekeep.errors import HivekeepError
+
+log = logging.getLogger(__name__)
+
+RENEWALS_PER_TTL = 3  # a lease is renewed this often per TTL: two renewals may fail in a row
 
 
 def new_holder() -> str:
@@ -33,3 +46,79 @@ def holder_is_dead(holder: str) -> bool:
     except PermissionError:  # exists, owned by another user
         return False
     return False
+
+
+class Leases(Protocol):
+    """The part of the store a ``LeaseKeeper`` uses (``ConversationStore``'s lease methods)."""
+
+    def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> str | None: ...
+
+    def release_lease(self, name: str, holder: str) -> None: ...
+
+
+class LeaseKeeper:
+    """Takes a lease and keeps it while the work runs: a daemon thread renews it.
+
+    Renewing is acquiring again under the same holder, which pushes the expiry one TTL on; it
+    happens every ``ttl / RENEWALS_PER_TTL`` seconds, so a live holder's lease never expires
+    however long the work runs, and a holder that dies stops renewing, so its lease is free one
+    TTL later at most (at once when the death can be seen: same host, or on PostgreSQL the lock's
+    closed connection). The work itself needs no safe points: the renewals run beside it.
+
+    A renewal that fails (the store busy or unreachable) is logged and retried at the next tick;
+    one that finds another holder (every renewal failed for a whole TTL, and someone took the
+    expired lease) stops renewing and sets ``lost`` to that holder, logged as a warning.
+    ``release`` waits for a renewal in flight, so none can land after it: do not call it while
+    this thread holds the store inside ``Store.transaction()``.
+
+    >>> keeper = LeaseKeeper(store, "agent:1:memory", new_holder(), 900)   # doctest: +SKIP
+    >>> if keeper.acquire() is None:                                      # doctest: +SKIP
+    ...     try: work()
+    ...     finally: keeper.release()
+    """
+
+    def __init__(self, store: Leases, name: str, holder: str, ttl_seconds: float) -> None:
+        self.store = store
+        self.name = name
+        self.holder = holder
+        self.ttl_seconds = ttl_seconds
+        self.renewals = 0
+        self.lost: str | None = None  # the holder that took the lease from us, if one did
+        self._stop = threading.Event()
+        self._mutex = threading.Lock()  # one renewal or the release at a time
+        self._thread: threading.Thread | None = None
+
+    def acquire(self) -> str | None:
+        """Take the lease and start renewing it: None, or the holder of a live lease."""
+        other = self.store.acquire_lease(self.name, self.holder, self.ttl_seconds)
+        if other is None:
+            self._thread = threading.Thread(
+                target=self._renew, name=f"hivekeep-lease-{self.name}", daemon=True
+            )
+            self._thread.start()
+        return other
+
+    def release(self) -> None:
+        """Stop renewing and give the lease back (only if we still hold it)."""
+        self._stop.set()
+        with self._mutex:
+            self.store.release_lease(self.name, self.holder)
+        if self._thread is not None:
+            self._thread.join()
+
+    def _renew(self) -> None:
+        interval = self.ttl_seconds / RENEWALS_PER_TTL
+        while not self._stop.wait(interval):
+            with self._mutex:
+                if self._stop.is_set():
+                    return
+                try:
+                    other = self.store.acquire_lease(self.name, self.holder, self.ttl_seconds)
+                except HivekeepError as exc:
+                    log.warning("Lease %s not renewed (retrying): %s", self.name, exc)
+                    continue
+                if other is not None:
+                    self.lost = other
+                    log.warning("Lease %s was lost to %s while its work ran", self.name, other)
+                    return
+                self.renewals += 1

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+import apsw
+
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import ConflictError, NotFound
+from hivekeep.errors import ConflictError, NotFound, StoreError
 from hivekeep.store.conversations import (
     AgentSettings,
     ConversationRecord,
@@ -431,16 +433,24 @@ class ConversationRows:
 
     def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> str | None:
         now = time.time()
-        with self.atomic() as conn:
-            row = conn.execute(
-                "SELECT holder, expires_at FROM leases WHERE name = ?", (name,)
-            ).fetchone()
-            if row is not None and row[0] != holder and row[1] > now and not holder_is_dead(row[0]):
-                return str(row[0])
-            conn.execute(
-                "INSERT OR REPLACE INTO leases(name, holder, expires_at) VALUES (?, ?, ?)",
-                (name, holder, now + ttl_seconds),
-            )
+        try:
+            with self.atomic() as conn:
+                row = conn.execute(
+                    "SELECT holder, expires_at FROM leases WHERE name = ?", (name,)
+                ).fetchone()
+                if (
+                    row is not None
+                    and row[0] != holder
+                    and row[1] > now
+                    and not holder_is_dead(row[0])
+                ):
+                    return str(row[0])
+                conn.execute(
+                    "INSERT OR REPLACE INTO leases(name, holder, expires_at) VALUES (?, ?, ?)",
+                    (name, holder, now + ttl_seconds),
+                )
+        except apsw.BusyError as exc:  # another process held the write lock past the timeout
+            raise StoreError(f"Lease {name!r}: the hive stayed busy ({exc}).") from exc
         return None
 
     def release_lease(self, name: str, holder: str) -> None:
