@@ -11,7 +11,7 @@ from typing import TextIO
 
 from hivekeep.agent import Agent
 from hivekeep.config import Settings
-from hivekeep.errors import EmbedderMismatch, HivekeepError, ValidationError
+from hivekeep.errors import EmbedderMismatch, HivekeepError, NotFound, ValidationError
 from hivekeep.events import EventBus
 from hivekeep.providers.base import Embedder
 from hivekeep.providers.embeddings.registry import create_embedder
@@ -27,7 +27,7 @@ from hivekeep.services.maintenance import MaintenanceOutcome, MaintenanceService
 from hivekeep.services.profile import ProfileService
 from hivekeep.services.recall import RecallService
 from hivekeep.services.transfer import ExportReport, Importer, ImportReport, export_jsonl
-from hivekeep.store.base import Store
+from hivekeep.store.base import PERSON, AgentFootprint, Store
 from hivekeep.store.postgres import PostgresStore, is_postgres_url
 from hivekeep.store.postgres.relay import EventRelay
 from hivekeep.store.sqlite import SQLiteStore
@@ -161,9 +161,31 @@ class Hive:
         role = None if role is None else _agent_role(role)
         return Agent(self, self.store.update_agent(agent_id, name=name, role=role))
 
-    def delete_agent(self, key: int | str) -> None:
-        """Delete an agent with its profile and every memory it wrote, shared ones included."""
-        self.store.delete_agent(self.get_agent(key).id)
+    def agent_footprint(self, key: int | str) -> AgentFootprint:
+        """What deleting the agent would remove (private memories, conversations) and keep
+        (shared memories), as counts: for a confirmation before ``delete_agent``."""
+        return self.store.agent_footprint(self.get_agent(key).id)
+
+    def delete_agent(self, key: int | str) -> AgentFootprint:
+        """Delete an agent: its profile, settings, private memories and conversations (with their
+        messages, summaries and compaction records). Its shared memories stay, recallable by
+        every agent under its name with ``author_deleted`` set; no agent owns them any more (a new
+        agent of the same name does not), so only ``forget_memory`` removes them. Returns the
+        counts of what went and what stayed."""
+        return self.store.delete_agent(self.get_agent(key).id)
+
+    # the admin path: a person acting on the hive, not as any agent ------------------------------
+    def forget_memory(self, memory_id: int) -> None:
+        """Delete a shared memory as a person (the web UI's delete button, ``DELETE
+        /api/memories/{id}``), whoever wrote it: the only way to remove a deleted author's shared
+        memories. Private memories are reached only through their agent (``Agent.forget``)."""
+        try:
+            self.archive.forget(PERSON, memory_id)
+        except NotFound:
+            raise NotFound(
+                f"No shared memory with id {memory_id}. A private memory can only be forgotten "
+                "through its agent."
+            ) from None
 
     # models and upkeep --------------------------------------------------------------------------
     def set_agent_llm(self, key: int | str, llm: LLM | str | None) -> None:
@@ -223,14 +245,27 @@ class Hive:
         path: str | Path,
         *,
         replace_profiles: bool = False,
+        allow_over_budget: bool = False,
         progress: Progress | None = None,
     ) -> ImportReport:
         """Merge an export file into this hive. Every line is checked first (a bad file writes
-        nothing); agents merge by name and memories are deduplicated, so re-importing is safe."""
+        nothing); agents merge by name and memories are deduplicated, so re-importing is safe.
+
+        Memories get the ``memorize`` tool's limits; a profile over this hive's token budget is
+        refused unless ``allow_over_budget`` (then it is imported whole)."""
         importer = Importer(
-            self.store, self.embeddings, self.conversations, self.settings.dedup_threshold
+            self.store,
+            self.embeddings,
+            self.conversations,
+            self.archive,
+            profile_budget=self.settings.profile_max_tokens,
         )
-        return importer.run(path, replace_profiles=replace_profiles, progress=progress)
+        return importer.run(
+            path,
+            replace_profiles=replace_profiles,
+            allow_over_budget=allow_over_budget,
+            progress=progress,
+        )
 
     # lifecycle ----------------------------------------------------------------------------------
     def close(self) -> None:

@@ -6,13 +6,14 @@ from datetime import datetime
 from typing import Any
 
 from hivekeep.core.text import age
-from hivekeep.store.base import MemoryRecord
+from hivekeep.store.base import AgentFootprint, MemoryRecord
 
 
 def memory_view(
     memory: MemoryRecord, viewer_id: int, *, score: float | None = None, now: datetime | None = None
 ) -> dict[str, Any]:
-    """A JSON-ready memory; ``shared_by`` names the author of another agent's shared memory."""
+    """A JSON-ready memory; ``shared_by`` names the author of another agent's shared memory, and
+    ``author_deleted`` (present only when true) says that author was deleted."""
     view: dict[str, Any] = {
         "id": memory.id,
         "content": memory.content,
@@ -29,6 +30,44 @@ def memory_view(
         view["source_context"] = memory.source_context
     if memory.agent_id != viewer_id:
         view["shared_by"] = memory.author_name
+    if memory.author_deleted:  # kept after its author was deleted; no agent may change it
+        view["author_deleted"] = True
     if score is not None:
         view["score"] = round(score, 6)
     return view
+
+
+def deletion_preview(name: str, has: AgentFootprint) -> str:
+    """What deleting agent ``name`` removes and keeps, asked first (the CLI's prompt)."""
+    return (
+        f"Delete agent {name!r}? This deletes its profile, "
+        f"{_count(has.private_memories, 'private memory')} and "
+        f"{_count(has.conversations, 'conversation')} (with their messages and summaries). "
+        f"Kept: its {_count(has.shared_memories, 'shared memory')}, recallable by every agent "
+        f"as shared by {name} (deleted)."
+    )
+
+
+def similar_view(memory: MemoryRecord) -> dict[str, Any]:
+    """A close neighbour of a new memory, as ``memorize`` lists it (SPEC 4.1)."""
+    return {
+        "id": memory.id,
+        "content": memory.content,
+        "author": memory.author_name,
+        "created_at": memory.created_at,
+    }
+
+
+def deletion_summary(name: str, gone: AgentFootprint) -> str:
+    """What deleting agent ``name`` removed and kept, told afterwards (REST, CLI)."""
+    return (
+        f"Deleted agent {name!r}: its profile, {_count(gone.private_memories, 'private memory')} "
+        f"and {_count(gone.conversations, 'conversation')}. Kept "
+        f"{_count(gone.shared_memories, 'shared memory')}, recallable by every agent as shared by "
+        f"{name} (deleted)."
+    )
+
+
+def _count(number: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{number} {noun if number == 1 else plural}"

@@ -1,4 +1,4 @@
-"""``hivekeep agents``: list (the default) and create agents."""
+"""``hivekeep agents``: list (the default), create and delete agents."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import click
 
 from hivekeep import Agent
 from hivekeep.cli import db_option, echo_json, json_option, open_hive
+from hivekeep.views import deletion_preview, deletion_summary
 
 ROLE_WIDTH = 60  # the table shortens longer roles; --json gives them whole
 
@@ -24,6 +25,7 @@ def agents(ctx: click.Context, db: str, as_json: bool) -> None:
     \b
         hivekeep agents
         hivekeep agents create assistant --role "General helper"
+        hivekeep agents delete assistant
     """
     if ctx.invoked_subcommand is None:
         _list(db, as_json)
@@ -66,6 +68,33 @@ def create(name: str, role: str, db: str, as_json: bool) -> None:
         echo_json(asdict(agent.record))
     else:
         click.echo(f"Created agent {agent.id} {agent.name!r}.")
+
+
+@agents.command()
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Delete without asking first.")
+@db_option
+@json_option
+def delete(name: str, yes: bool, db: str, as_json: bool) -> None:
+    """Delete the agent NAME (or id): its profile, private memories and conversations.
+
+    Its shared memories stay, recallable by every agent as shared by NAME (deleted). The prompt
+    says how many of each go and stay.
+
+    Example:
+
+    \b
+        hivekeep agents delete assistant --yes
+    """
+    with open_hive(db) as hive:
+        agent = hive.get_agent(name)
+        if not yes:
+            click.confirm(deletion_preview(agent.name, hive.agent_footprint(agent.id)), abort=True)
+        gone = hive.delete_agent(agent.id)
+    if as_json:
+        echo_json({"name": agent.name, **asdict(gone)})
+    else:
+        click.echo(deletion_summary(agent.name, gone))
 
 
 def _list(db: str, as_json: bool) -> None:

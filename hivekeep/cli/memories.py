@@ -66,6 +66,10 @@ def memorize(
         click.echo(f"Already known as memory {result['id']} (duplicate).")
     else:
         click.echo(f"Saved memory {result['id']}.")
+        for similar in result.get("similar", []):
+            click.echo(
+                f"  similar: #{similar['id']} {similar['content']} ({similar['created_at']})"
+            )
 
 
 @click.command()
@@ -121,5 +125,6 @@ def _heading(rank: int, memory: dict[str, Any]) -> str:
         parts.append(f"subject: {memory['subject']}")
     parts += [memory["age"], f"score {memory['score']:.4f}"]
     if memory.get("shared_by"):
-        parts.append(f"shared by {memory['shared_by']}")
+        deleted = " (deleted)" if memory.get("author_deleted") else ""
+        parts.append(f"shared by {memory['shared_by']}{deleted}")
     return " · ".join(parts)

@@ -37,6 +37,18 @@ class AgentList(BaseModel):
     agents: list[AgentOut]
 
 
+class AgentDeleted(BaseModel):
+    """What deleting an agent removed, and the shared memories it kept."""
+
+    name: str
+    private_memories_deleted: int
+    conversations_deleted: int = Field(description="With their messages and summaries.")
+    shared_memories_kept: int = Field(
+        description="Still recallable by every agent, attributed to the deleted agent's name."
+    )
+    message: str
+
+
 class NewAgent(Body):
     name: str = AGENT_NAME
     role: str = Field(default="", max_length=4000, description="What the agent is for.")
@@ -63,6 +75,9 @@ class MemoryOut(BaseModel):
     retrieval_count: int
     source_context: str | None = None
     shared_by: str | None = Field(default=None, description="Author of another agent's memory.")
+    author_deleted: bool | None = Field(
+        default=None, description="True when the author was deleted (the memory stays shared)."
+    )
     score: float | None = Field(default=None, description="Relevance, in search results only.")
 
 
@@ -81,9 +96,20 @@ class NewMemoryBody(MemorizeArgs):
     )
 
 
+class SimilarMemory(BaseModel):
+    id: int
+    content: str
+    author: str
+    created_at: str
+
+
 class MemoryWritten(BaseModel):
     memory: MemoryOut
     duplicate: bool = Field(description="True: an equivalent memory existed and is returned.")
+    similar: list[SimilarMemory] = Field(
+        default_factory=list,
+        description="Close memories already visible (at most 3): one may be outdated by this one.",
+    )
 
 
 class MemoryPatch(Body):

@@ -9,12 +9,14 @@ float32 sequences of the hive's embedding dimension.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from hivekeep.core.dedup import DedupRule
 from hivekeep.store.conversations import ConversationStore
 from hivekeep.types import Category, EmbeddingState, Scope, Source
 
@@ -37,6 +39,11 @@ class _Keep:
 
 KEEP = _Keep()
 
+# The viewer and owner id of a person acting on the hive, not as any agent (the admin path:
+# ``Hive.forget_memory``, ``Hive.update_memory``). No agent has id 0, so as a viewer it sees shared
+# memories only, and as an owner it may change or forget any shared memory, a deleted author's too.
+PERSON = 0
+
 
 @dataclass(frozen=True)
 class AgentRecord:
@@ -56,7 +63,18 @@ class EmbeddingSpace:
 
 
 @dataclass(frozen=True)
+class AgentFootprint:
+    """What an agent has: what deleting it removes, and the shared memories that stay."""
+
+    private_memories: int  # deleted with the agent
+    shared_memories: int  # kept, attributed to the agent's name (``author_deleted``)
+    conversations: int  # deleted, with their messages, summaries and compaction records
+
+
+@dataclass(frozen=True)
 class NewMemory:
+    # PERSON: a shared memory whose author was deleted (imports only), stored owned by no agent
+    # under ``author_name``; dedup then checks it against the shared memories, as PERSON sees
     agent_id: int
     content: str
     category: Category
@@ -71,6 +89,7 @@ class NewMemory:
     updated_at: str | None = None  # None: now
     retrieval_count: int = 0
     last_retrieved_at: str | None = None
+    author_name: str | None = None  # with agent_id PERSON: the deleted author's name
 
 
 @dataclass(frozen=True)
@@ -80,6 +99,15 @@ class MemoryWrite:
     memory: NewMemory
     vector: Vector | None
     text_key: str
+
+
+@dataclass(frozen=True)
+class Inserted:
+    """What became of one write: the stored memory, or the existing one it duplicates."""
+
+    memory: MemoryRecord
+    duplicate: bool
+    similar: tuple[MemoryRecord, ...] = ()  # close neighbours of a stored memory, closest first
 
 
 @dataclass(frozen=True)
@@ -96,7 +124,7 @@ class MemoryChanges:
 @dataclass(frozen=True)
 class MemoryRecord:
     id: int
-    agent_id: int
+    agent_id: int | None  # None: a shared memory that outlived its author (author_deleted)
     author_name: str
     content: str
     category: Category
@@ -111,6 +139,12 @@ class MemoryRecord:
     created_at: str
     updated_at: str
     embedding_state: EmbeddingState
+
+    @property
+    def author_deleted(self) -> bool:
+        """The author was deleted; the memory stays shared under ``author_name``, owned by no
+        agent (only the admin path, ``PERSON``, may change or forget it)."""
+        return self.agent_id is None
 
 
 @dataclass(frozen=True)
@@ -145,9 +179,22 @@ ProfileChange = Callable[[ProfileRecord], tuple[str, int]]
 
 
 class Store(ConversationStore, Protocol):
-    """What services may ask of storage. Each method is one transaction."""
+    """What services may ask of storage. Each method is one transaction, unless called inside
+    ``transaction()``, which joins several into one."""
 
     def close(self) -> None: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Make the calls this thread makes inside the block one transaction.
+
+        Every write in the block commits together when it ends, or none does if it raises (or the
+        process dies first). Inside, each method joins the transaction instead of committing on
+        its own, and reads see the block's own writes; other threads and processes see none of
+        them until the commit. Nested blocks are savepoints: an inner one that raises undoes only
+        its own writes. Writers elsewhere wait while it is open (SQLite's write lock, PostgreSQL's
+        row and insert locks), so keep slow work, such as embedding, outside it.
+        """
+        ...
 
     # agents -----------------------------------------------------------------------------------
     def create_agent(self, name: str, role: str) -> AgentRecord:
@@ -169,8 +216,17 @@ class Store(ConversationStore, Protocol):
         """
         ...
 
-    def delete_agent(self, agent_id: int) -> None:
-        """The agent, its profile and every memory it wrote (rows, full text, vectors), at once."""
+    def agent_footprint(self, agent_id: int) -> AgentFootprint:
+        """Counts of the agent's private and shared memories and conversations; raises NotFound."""
+        ...
+
+    def delete_agent(self, agent_id: int) -> AgentFootprint:
+        """The agent, its profile, settings, private memories (rows, full text, vectors) and
+        conversations (messages, summaries, compaction records), at once; returns the counts.
+
+        Its shared memories stay, visible to every agent under the author's name, owned by no
+        agent (``agent_id`` None): an agent created later with the same name does not own them.
+        """
         ...
 
     # embedding space --------------------------------------------------------------------------
@@ -182,14 +238,15 @@ class Store(ConversationStore, Protocol):
 
     # memories ---------------------------------------------------------------------------------
     def insert_memories(
-        self, writes: Sequence[MemoryWrite], *, dedup_threshold: float
-    ) -> list[tuple[MemoryRecord, bool]]:
+        self, writes: Sequence[MemoryWrite], *, dedup: DedupRule
+    ) -> list[Inserted]:
         """Insert each memory unless a duplicate is visible to its author, in one transaction.
 
-        Returns (memory, was_duplicate) per write, in order. Duplicate: the same ``text_key``
-        among the author's visible memories, else a visible vector with cosine similarity >=
-        ``dedup_threshold`` — including memories inserted earlier in the same call. A write with
-        ``vector`` None is stored as pending (found by full text, backfilled later).
+        Returns one ``Inserted`` per write, in order. Duplicate: the same ``text_key`` among the
+        author's visible memories, else what ``dedup.judge`` picks among the ``NEIGHBOURS``
+        closest visible vectors at or above ``dedup.floor`` — memories inserted earlier in the
+        same call included. A stored memory carries the neighbours the rule chose to show. A
+        write with ``vector`` None is stored as pending (found by full text, backfilled later).
         """
         ...
 
@@ -206,11 +263,12 @@ class Store(ConversationStore, Protocol):
         text_key: str | None,
         vector: Vector | _Keep | None,
     ) -> MemoryRecord:
-        """Owner-only; ``vector`` KEEP keeps the stored one, None marks the memory pending."""
+        """Owner-only (``PERSON``: any shared memory); ``vector`` KEEP keeps the stored one, None
+        marks the memory pending."""
         ...
 
     def delete_memory(self, memory_id: int, owner_id: int) -> None:
-        """Owner-only; raises NotFound for anything else."""
+        """Owner-only (``PERSON``: any shared memory); raises NotFound for anything else."""
         ...
 
     def vector_search(

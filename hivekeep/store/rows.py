@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from hivekeep.store.base import MemoryRecord
+from hivekeep.errors import ValidationError
+from hivekeep.store.base import PERSON, AgentRecord, MemoryRecord, NewMemory
 from hivekeep.types import Category, EmbeddingState, Scope, Source
 
 MEMORY_COLUMNS = (
@@ -35,3 +36,19 @@ def memory_from_row(row: Sequence[Any]) -> MemoryRecord:
         updated_at=row[14],
         embedding_state=EmbeddingState(row[15]),
     )
+
+
+def author_of(
+    memory: NewMemory, authors: dict[int, str], agent: Callable[[int], AgentRecord]
+) -> str:
+    """The name a new memory is stored under: its author's (looked up once per call, in
+    ``authors``), or for a deleted author's shared memory (an import) the name it carries."""
+    if memory.agent_id == PERSON:
+        if memory.scope is not Scope.SHARED or not memory.author_name:
+            raise ValidationError(
+                "A memory without an author agent must be shared and carry its author's name."
+            )
+        return memory.author_name
+    if memory.agent_id not in authors:
+        authors[memory.agent_id] = agent(memory.agent_id).name
+    return authors[memory.agent_id]

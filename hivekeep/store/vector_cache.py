@@ -43,8 +43,10 @@ REPLAY_LIMIT = 1_000  # changed rows re-read one by one; past this and a tenth o
 _PRUNED_KEY = "vector_log_pruned"
 # Vectors from sqlite-vec, filter columns from their memories (written in the same transactions,
 # so equal to memory_vec's metadata columns; reading those from vec0 doubles the time of a load).
+# A deleted author's shared memory has no owner (NULL): 0, everyone, as for any shared memory.
 _ROWS = (
-    "SELECT v.memory_id, v.embedding, m.agent_id, m.scope, m.category, m.subject, m.created_at "
+    "SELECT v.memory_id, v.embedding, coalesce(m.agent_id, 0), m.scope, m.category, m.subject, "
+    "m.created_at "
     "FROM memory_vec v JOIN memories m ON m.id = v.memory_id{where}"
 )
 
@@ -66,9 +68,10 @@ def subject_key(subject: str | None) -> str:
     return (subject or "").strip().casefold()
 
 
-def audience(agent_id: int, scope: Scope) -> int:
-    """Who may see a memory: its owner's id when private, 0 (everyone) when shared."""
-    return 0 if scope is Scope.SHARED else agent_id
+def audience(agent_id: int | None, scope: Scope) -> int:
+    """Who may see a memory: its owner's id when private, 0 (everyone) when shared (a deleted
+    author's memory, owner None, is always shared)."""
+    return 0 if scope is Scope.SHARED or agent_id is None else agent_id
 
 
 def append_log(conn: Any, memory_id: int) -> int:
@@ -321,27 +324,23 @@ class VectorCache:
                 found[memory_id] = self._matrices[audience].vector(memory_id)
         return found
 
-    def best_matches(
-        self, queries: Sequence[tuple[int, Vector]], threshold: float
-    ) -> list[tuple[int, float] | None]:
-        """For each (viewer id, vector): the most similar visible row, ties by smallest id.
+    def close_matches(
+        self, queries: Sequence[tuple[int, Vector]], floor: float, k: int
+    ) -> list[list[tuple[int, float]]]:
+        """For each (viewer id, vector): up to ``k`` visible rows of cosine >= ``floor``, best
+        first, ties by smaller id.
 
-        One matrix product per viewer and audience, for a whole batch of inserts (dedup); the
-        tie-break is only worked out for matches at or above ``threshold``, the ones that count.
+        One matrix product per viewer and audience, for a whole batch of inserts (dedup).
         """
-        best: list[tuple[int, float] | None] = [None] * len(queries)
+        close: list[list[tuple[int, float]]] = [[] for _ in queries]
         if self._dimension is None:
-            return best
+            return close
         by_viewer: dict[int, list[int]] = {}
         for index, (viewer_id, _) in enumerate(queries):
             by_viewer.setdefault(viewer_id, []).append(index)
         for viewer_id, indexes in by_viewer.items():
             block = np.stack([self._query(queries[i][1]) for i in indexes])
             for matrix in self._audiences(viewer_id):
-                for index, match in zip(indexes, matrix.best_rows(block, threshold), strict=True):
-                    current = best[index]
-                    if match is not None and (
-                        current is None or (match[1], -match[0]) > (current[1], -current[0])
-                    ):
-                        best[index] = match
-        return best
+                for index, rows in zip(indexes, matrix.close_rows(block, floor, k), strict=True):
+                    close[index] += rows
+        return [sorted(rows, key=lambda row: (-row[1], row[0]))[:k] for rows in close]

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
+from hivekeep.core.dedup import DedupRule
 from hivekeep.errors import ConflictError, NotFound, StoreError, ValidationError
 from hivekeep.store.base import (
     KEEP,
+    PERSON,
+    AgentFootprint,
     EmbeddingSpace,
     MemoryChanges,
     MemoryFilter,
+    MemoryWrite,
     NewMemory,
     ProfileRecord,
     Store,
@@ -124,26 +129,83 @@ def test_other_agents_private_text_is_never_a_duplicate(store: Store, agents) ->
     assert not duplicate and record.agent_id == alice
 
 
-def test_vector_duplicate_at_threshold(store: Store, agents) -> None:
+def _write(agent_id: int, content: str, vector: np.ndarray) -> MemoryWrite:
+    return MemoryWrite(NewMemory(agent_id, content, Category.FACT), vector, content.lower())
+
+
+def test_restatement_at_threshold_is_a_duplicate(store: Store, agents) -> None:
     alice, _ = agents
     base = vec("base")
-    first = put(store, alice, "first", base)
-    near, dup = insert_one(
-        store,
-        NewMemory(agent_id=alice, content="near", category=Category.FACT),
-        with_cosine(base, 0.95, "n"),
-        text_key="near",
-        dedup_threshold=0.9,
+    first = put(store, alice, "The user is vegetarian.", base)
+    [near] = store.insert_memories(
+        [_write(alice, "The user is a vegetarian", with_cosine(base, 0.95, "n"))],
+        dedup=DedupRule(threshold=0.9),
     )
-    far, not_dup = insert_one(
-        store,
-        NewMemory(agent_id=alice, content="far", category=Category.FACT),
-        with_cosine(base, 0.85, "f"),
-        text_key="far",
-        dedup_threshold=0.9,
+    [far] = store.insert_memories(
+        [_write(alice, "The user is a vegetarian!", with_cosine(base, 0.85, "f"))],
+        dedup=DedupRule(threshold=0.9, similar_threshold=0.8),
     )
-    assert dup and near.id == first
-    assert not not_dup and far.id != first
+    assert near.duplicate and near.memory.id == first
+    assert not far.duplicate and far.memory.id != first  # not close enough to merge
+    assert [m.id for m in far.similar] == [first]  # but shown as a neighbour
+
+
+def test_changed_fact_is_stored_and_points_at_the_old_one(store: Store, agents) -> None:
+    """A near copy that changes a fact is never swallowed (SPEC 4.1)."""
+    alice, bob = agents
+    base = vec("standup")
+    old = put(store, bob, "Team standup is at 10am on Tuesdays", base, scope=Scope.SHARED)
+    [new] = store.insert_memories(
+        [_write(alice, "Team standup is at 11am on Tuesdays", with_cosine(base, 0.99, "s"))],
+        dedup=DedupRule(threshold=0.9),
+    )
+    assert not new.duplicate
+    assert new.memory.content == "Team standup is at 11am on Tuesdays"
+    assert [(m.id, m.author_name) for m in new.similar] == [(old, "bob")]
+
+
+def test_duplicate_is_found_behind_closer_different_facts(store: Store, agents) -> None:
+    """The rule looks past the closest neighbour: a changed fact nearer than the restatement
+    must not hide the restatement."""
+    alice, _ = agents
+    base = vec("flight")
+    restated = put(store, alice, "The flight to Kyoto is on 3 June.", with_cosine(base, 0.93, "r"))
+    for n, day in enumerate((4, 5, 6)):
+        put(store, alice, f"The flight to Kyoto is on {day} June.", with_cosine(base, 0.97, f"{n}"))
+    [result] = store.insert_memories(
+        [_write(alice, "The flight to Kyoto is on 3 June", base)], dedup=DedupRule(threshold=0.9)
+    )
+    assert result.duplicate and result.memory.id == restated
+
+
+def test_similar_lists_at_most_three_closest_first(store: Store, agents) -> None:
+    alice, _ = agents
+    base = vec("rent")
+    ids = [
+        put(store, alice, f"Rent is due on day {day}.", with_cosine(base, cosine, f"d{day}"))
+        for day, cosine in ((1, 0.91), (2, 0.97), (3, 0.95), (4, 0.93))
+    ]
+    [result] = store.insert_memories(
+        [_write(alice, "Rent is due on day 5.", base)], dedup=DedupRule(threshold=0.9)
+    )
+    assert not result.duplicate
+    assert [m.id for m in result.similar] == [ids[1], ids[2], ids[3]]
+
+
+def test_a_batch_sees_its_own_earlier_rows(store: Store, agents) -> None:
+    alice, _ = agents
+    base = vec("batch")
+    first, second, third = store.insert_memories(
+        [
+            _write(alice, "The user owns two cats.", base),
+            _write(alice, "The user owns 2 cats", with_cosine(base, 0.96, "b")),
+            _write(alice, "The user owns three cats.", with_cosine(base, 0.96, "c")),
+        ],
+        dedup=DedupRule(threshold=0.9),
+    )
+    assert not first.duplicate
+    assert second.duplicate and second.memory.id == first.memory.id
+    assert not third.duplicate and [m.id for m in third.similar] == [first.memory.id]
 
 
 def test_failed_insert_leaves_nothing_behind(store: Store, agents) -> None:
@@ -548,10 +610,11 @@ def test_update_agent_refuses_a_taken_name_and_a_missing_agent(store: Store, age
         store.update_agent(999, role="x")
 
 
-def test_delete_agent_removes_its_profile_and_memories_everywhere(store: Store, agents) -> None:
+def test_delete_agent_removes_its_profile_and_private_memories_everywhere(
+    store: Store, agents
+) -> None:
     alice, bob = agents
     private = put(store, alice, "alice private kiwi", vec("a1"))
-    shared = put(store, alice, "alice shared kiwi", vec("a2"), scope=Scope.SHARED)
     kept = put(store, bob, "bob kiwi", vec("b1"))
     store.save_profile(alice, "## A\nx\n", 4, expected_revision=0, manual=True)
     store.delete_agent(alice)
@@ -559,10 +622,117 @@ def test_delete_agent_removes_its_profile_and_memories_everywhere(store: Store, 
         store.get_agent(alice)
     with pytest.raises(NotFound):
         store.get_profile(alice)
-    assert store.fetch_memories(alice, [private, shared]) == {}
+    assert store.fetch_memories(alice, [private]) == {}
+    assert store.fetch_memories(bob, [private]) == {}
     assert store.text_search(bob, ["kiwi"], 10, NO_FILTER) == [kept]
-    assert [i for i, _ in store.vector_search(bob, vec("a2"), 10, NO_FILTER)] == [kept]
-    assert store.vectors(bob, [shared, kept]).keys() == {kept}
-    assert store.list_memories(bob, MemoryFilter(scope=Scope.SHARED), 10, 0) == ([], 0)
+    assert [i for i, _ in store.vector_search(bob, vec("a1"), 10, NO_FILTER)] == [kept]
+    assert store.vectors(bob, [private, kept]).keys() == {kept}
     with pytest.raises(NotFound):
         store.delete_agent(alice)
+
+
+def test_delete_agent_keeps_its_shared_memories_for_every_agent(store: Store, agents) -> None:
+    """SPEC 4.3: shared memories outlive their author, attributed to its name, owned by nobody."""
+    alice, bob = agents
+    put(store, alice, "alice private kiwi", vec("a1"))
+    shared = put(store, alice, "alice shared kiwi", vec("a2"), scope=Scope.SHARED)
+    put(store, bob, "bob kiwi", vec("b1"))
+    store.create_conversation(alice, "doomed")
+    assert store.agent_footprint(alice) == AgentFootprint(1, 1, 1)
+    assert store.delete_agent(alice) == AgentFootprint(
+        private_memories=1, shared_memories=1, conversations=1
+    )
+    kept = store.get_memory(shared, bob)
+    assert (kept.agent_id, kept.author_name, kept.author_deleted) == (None, "alice", True)
+    assert kept.embedding_state is EmbeddingState.READY
+    assert store.fetch_memories(bob, [shared]) == {shared: kept}
+    assert shared in store.text_search(bob, ["kiwi"], 10, NO_FILTER)
+    assert store.vector_search(bob, vec("a2"), 1, NO_FILTER)[0][0] == shared
+    assert store.vectors(bob, [shared]).keys() == {shared}
+    listed, total = store.list_memories(bob, MemoryFilter(scope=Scope.SHARED), 10, 0)
+    assert (listed, total) == ([kept], 1)
+    assert shared in [m.id for m in store.list_memories(bob, NO_FILTER, 10, 0)[0]]
+    assert store.list_memories(bob, MemoryFilter(scope=Scope.PRIVATE), 10, 0)[1] == 1
+    carol = store.create_agent("carol", "").id  # an agent made later sees it too
+    assert store.get_memory(shared, carol) == kept
+    assert [m.id for m, _ in store.memories_with_vectors(None)] == [
+        shared,
+        *[m.id for m, _ in store.memories_with_vectors(bob)],
+    ]
+
+
+def test_a_new_agent_with_a_deleted_agents_name_does_not_own_its_shared_memories(
+    store: Store, agents
+) -> None:
+    alice, bob = agents
+    shared = put(store, alice, "alice shared kiwi", vec("a2"), scope=Scope.SHARED)
+    store.delete_agent(alice)
+    again = store.create_agent("Alice", "").id
+    assert again != alice
+    for agent in (again, bob):
+        with pytest.raises(NotFound):
+            store.update_memory(
+                shared, agent, MemoryChanges(content="taken over"), text_key=None, vector=KEEP
+            )
+        with pytest.raises(NotFound):
+            store.delete_memory(shared, agent)
+    assert store.list_memories(again, MemoryFilter(scope=Scope.PRIVATE), 10, 0) == ([], 0)
+    store.update_agent(again, name="Alicia")  # a rename follows owned memories only
+    assert store.get_memory(shared, bob).author_name == "alice"
+    assert store.delete_agent(again) == AgentFootprint(0, 0, 0)
+    assert store.get_memory(shared, bob).content == "alice shared kiwi"
+
+
+def test_a_person_may_change_or_forget_shared_memories_but_no_private_one(
+    store: Store, agents
+) -> None:
+    alice, bob = agents
+    orphan = put(store, alice, "alice shared kiwi", vec("a2"), scope=Scope.SHARED)
+    bobs = put(store, bob, "bob shared kiwi", vec("b2"), scope=Scope.SHARED)
+    private = put(store, bob, "bob private kiwi", vec("b1"))
+    store.delete_agent(alice)
+    with pytest.raises(NotFound):
+        store.get_memory(private, PERSON)
+    with pytest.raises(NotFound):
+        store.delete_memory(private, PERSON)
+    changed = store.update_memory(
+        orphan, PERSON, MemoryChanges(importance=7), text_key=None, vector=KEEP
+    )
+    assert (changed.importance, changed.author_name, changed.author_deleted) == (7, "alice", True)
+    store.delete_memory(orphan, PERSON)
+    store.delete_memory(bobs, PERSON)
+    assert store.fetch_memories(bob, [orphan, bobs, private]).keys() == {private}
+    assert store.vector_search(bob, vec("a2"), 10, NO_FILTER)[0][0] == private
+
+
+def test_a_deleted_authors_shared_memory_can_be_restored(store: Store, agents) -> None:
+    """What an import does: a shared memory owned by nobody, under the deleted author's name,
+    deduplicated against the shared memories."""
+    _, bob = agents
+    memory = NewMemory(
+        agent_id=PERSON,
+        author_name="dora",
+        content="dora shared kiwi",
+        category=Category.FACT,
+        scope=Scope.SHARED,
+        created_at="2024-01-02T03:04:05.000006Z",
+    )
+    record, duplicate = insert_one(
+        store, memory, vec("d1"), text_key="dora shared kiwi", dedup_threshold=0.9
+    )
+    assert not duplicate
+    assert (record.agent_id, record.author_name, record.author_deleted) == (None, "dora", True)
+    assert record.created_at == "2024-01-02T03:04:05.000006Z"
+    assert store.get_memory(record.id, bob) == record
+    again, duplicate = insert_one(
+        store, memory, vec("d1"), text_key="dora shared kiwi", dedup_threshold=0.9
+    )
+    assert (again.id, duplicate) == (record.id, True)
+    with pytest.raises(ValidationError, match="shared"):
+        insert_one(
+            store,
+            dataclasses.replace(memory, scope=Scope.PRIVATE, content="other"),
+            vec("d2"),
+            text_key="other",
+            dedup_threshold=0.9,
+        )

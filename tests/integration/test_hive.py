@@ -106,8 +106,34 @@ def test_older_file_is_migrated_on_open(db_path: Path, table, monkeypatch) -> No
             "Sold the old car"
         ]  # found through the date indexed by m002
     conn = apsw.Connection(str(db_path))
-    assert migrations.current_version(conn) == migrations.LATEST == 4
+    assert migrations.current_version(conn) == migrations.LATEST == 5
     assert migrations.pending(conn) == []
+
+
+def test_version_4_file_gets_ownerless_shared_memories(db_path: Path, table, monkeypatch) -> None:
+    """m005 rebuilds the memories table: rows, full text, vectors and the id counter survive."""
+    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:4])
+    monkeypatch.setattr(migrations, "LATEST", 4)
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        alice = hive.create_agent("alice")
+        hive.create_agent("bob")
+        shared = alice.memorize(
+            "The team wiki moved to wiki.example.org", category="fact", scope="shared"
+        )
+        alice.memorize("Alice's own note about the wiki", category="fact")
+        gone = alice.memorize("A memory forgotten before the upgrade", category="fact")
+        alice.forget(gone.memory.id)
+    monkeypatch.undo()
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        assert migrations.current_version(hive.store._conn) == 5  # type: ignore[attr-defined]
+        kept = hive.delete_agent("alice")
+        assert (kept.private_memories, kept.shared_memories) == (1, 1)
+        bob = hive.get_agent("bob")
+        hits = bob.recall("team wiki").hits
+        assert [h.memory.id for h in hits] == [shared.memory.id]
+        assert hits[0].memory.author_deleted and hits[0].memory.author_name == "alice"
+        fresh = bob.memorize("Bob's note after the upgrade", category="fact")
+        assert fresh.memory.id == gone.memory.id + 1  # a forgotten id is never handed out again
 
 
 @pytest.mark.parametrize("name", ["", " ", "9lives", "a" * 65, "bad/name", "ok\nno"])

@@ -135,19 +135,61 @@ def test_agent_crud(api: httpx.Client) -> None:
     assert role["role"] == "Researcher"
 
     deleted = api.delete(f"/api/agents/{created['id']}")
-    assert (deleted.status_code, deleted.content) == (204, b"")
+    assert deleted.status_code == 200
+    assert deleted.json() == {
+        "name": "Renamed " + created["name"],
+        "private_memories_deleted": 0,
+        "conversations_deleted": 0,
+        "shared_memories_kept": 0,
+        "message": f"Deleted agent 'Renamed {created['name']}': its profile, 0 private memories "
+        f"and 0 conversations. Kept 0 shared memories, recallable by every agent as shared by "
+        f"Renamed {created['name']} (deleted).",
+    }
     error(api.get(f"/api/agents/{created['id']}"), 404, "not_found")
     error(api.delete(f"/api/agents/{created['id']}"), 404, "not_found")
 
 
-def test_deleting_an_agent_deletes_its_memories_shared_ones_too(api: httpx.Client) -> None:
+def test_deleting_an_agent_keeps_its_shared_memories(api: httpx.Client) -> None:
     author, reader = new_agent(api), new_agent(api)
     shared = memorize(api, author, "The office wifi password rotates monthly.", scope="shared")
-    assert api.get(f"/api/agents/{reader['id']}/memories/{shared}").status_code == 200
-    assert api.delete(f"/api/agents/{author['id']}").status_code == 204
-    error(api.get(f"/api/agents/{reader['id']}/memories/{shared}"), 404, "not_found")
+    private = memorize(api, author, "I keep the spare office key in my desk.")
+    deleted = api.delete(f"/api/agents/{author['id']}").json()
+    assert (deleted["private_memories_deleted"], deleted["shared_memories_kept"]) == (1, 1)
+    assert "Kept 1 shared memory" in deleted["message"]
+    kept = api.get(f"/api/agents/{reader['id']}/memories/{shared}").json()
+    assert (kept["shared_by"], kept["author_deleted"]) == (author["name"], True)
+    error(api.get(f"/api/agents/{reader['id']}/memories/{private}"), 404, "not_found")
     search = api.get(f"/api/agents/{reader['id']}/memories", params={"query": "wifi password"})
-    assert shared not in [m["id"] for m in search.json()["memories"]]
+    assert shared in [m["id"] for m in search.json()["memories"]]
+    listed = api.get(f"/api/agents/{reader['id']}/memories", params={"scope": "shared"}).json()
+    assert shared in [m["id"] for m in listed["memories"]]
+    recalled = api.post(
+        f"/api/agents/{reader['id']}/tools/recall", json={"query": "office wifi password"}
+    )
+    assert recalled.status_code == 200, recalled.text
+    [hit] = [m for m in recalled.json()["memories"] if m["id"] == shared]
+    assert (hit["shared_by"], hit["author_deleted"]) == (author["name"], True)
+
+    # a new agent with the same name does not own it; no agent may change or forget it
+    again = api.post("/api/agents", json={"name": author["name"]}).json()
+    for agent in (again, reader):
+        error(api.delete(f"/api/agents/{agent['id']}/memories/{shared}"), 404, "not_found")
+        patch = api.patch(f"/api/agents/{agent['id']}/memories/{shared}", json={"content": "x"})
+        error(patch, 404, "not_found")
+        for tool, arguments in (
+            ("forget", {"memory_id": shared}),
+            ("update_memory", {"memory_id": shared, "content": "taken over"}),
+        ):
+            refused = api.post(f"/api/agents/{agent['id']}/tools/{tool}", json=arguments)
+            assert "belongs to this agent" in error(refused, 422, "tool_error")
+    assert api.get(f"/api/agents/{again['id']}/memories/{shared}").json()["author_deleted"]
+
+    # only a person may, through the hive-level route (the UI's delete button)
+    own_private = memorize(api, reader, "Reader's private note on the wifi.")
+    error(api.delete(f"/api/memories/{own_private}"), 404, "not_found")  # private: never here
+    assert api.delete(f"/api/memories/{shared}").status_code == 204
+    error(api.get(f"/api/agents/{reader['id']}/memories/{shared}"), 404, "not_found")
+    error(api.delete(f"/api/memories/{shared}"), 404, "not_found")
 
 
 def test_agent_bodies_are_validated(api: httpx.Client, agent: dict[str, Any]) -> None:

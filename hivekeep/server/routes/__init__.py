@@ -13,6 +13,7 @@ from hivekeep.server.routes import agents, conversations, memories, profile, too
 ROUTERS: tuple[APIRouter, ...] = (
     agents.router,
     memories.router,
+    memories.shared_router,
     profile.router,
     tools.router,
     conversations.router,

@@ -9,7 +9,8 @@ from fastapi import APIRouter
 from hivekeep.agent import Agent
 from hivekeep.errors import ValidationError
 from hivekeep.server.deps import AgentDep, HiveDep
-from hivekeep.server.schemas import AgentList, AgentOut, AgentPatch, NewAgent
+from hivekeep.server.schemas import AgentDeleted, AgentList, AgentOut, AgentPatch, NewAgent
+from hivekeep.views import deletion_summary
 
 router = APIRouter(prefix="/agents", tags=["agents"])
 
@@ -44,7 +45,15 @@ def update_agent(agent: AgentDep, body: AgentPatch, hive: HiveDep) -> AgentOut:
     return agent_out(hive.update_agent(agent.id, name=body.name, role=body.role))
 
 
-@router.delete("/{agent}", status_code=204)
-def delete_agent(agent: AgentDep, hive: HiveDep) -> None:
-    """Delete the agent with its profile and every memory it wrote (shared ones included)."""
-    hive.delete_agent(agent.id)
+@router.delete("/{agent}")
+def delete_agent(agent: AgentDep, hive: HiveDep) -> AgentDeleted:
+    """Delete the agent with its profile, private memories and conversations. Its shared
+    memories stay, recallable by every agent under its name (``author_deleted``)."""
+    gone = hive.delete_agent(agent.id)
+    return AgentDeleted(
+        name=agent.name,
+        private_memories_deleted=gone.private_memories,
+        conversations_deleted=gone.conversations,
+        shared_memories_kept=gone.shared_memories,
+        message=deletion_summary(agent.name, gone),
+    )

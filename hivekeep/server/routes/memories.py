@@ -16,10 +16,13 @@ from hivekeep.server.schemas import (
     MemoryQuery,
     MemoryWritten,
     NewMemoryBody,
+    SimilarMemory,
 )
-from hivekeep.views import memory_view
+from hivekeep.views import memory_view, similar_view
 
 router = APIRouter(prefix="/agents/{agent}/memories", tags=["memories"])
+# a person acting on the hive, not as any agent (the web UI's delete button on shared memories)
+shared_router = APIRouter(prefix="/memories", tags=["memories"])
 
 
 def _out(view: dict[str, Any]) -> MemoryOut:
@@ -80,7 +83,9 @@ def create_memory(agent: AgentDep, body: NewMemoryBody, response: Response) -> M
     if written.duplicate:
         response.status_code = 200
     return MemoryWritten(
-        memory=_out(memory_view(written.memory, agent.id)), duplicate=written.duplicate
+        memory=_out(memory_view(written.memory, agent.id)),
+        duplicate=written.duplicate,
+        similar=[SimilarMemory(**similar_view(m)) for m in written.similar],
     )
 
 
@@ -101,3 +106,10 @@ def update_memory(agent: AgentDep, memory_id: MemoryId, body: MemoryPatch) -> Me
 def delete_memory(agent: AgentDep, memory_id: MemoryId) -> None:
     """Forget a memory this agent wrote."""
     agent.forget(memory_id)
+
+
+@shared_router.delete("/{memory_id}", status_code=204)
+def forget_shared_memory(memory_id: MemoryId, hive: HiveDep) -> None:
+    """Forget a shared memory as a person, whoever wrote it: the way to remove a shared memory
+    whose author was deleted (no agent owns it). Private memories are not reached here."""
+    hive.forget_memory(memory_id)

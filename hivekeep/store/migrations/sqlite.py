@@ -222,12 +222,84 @@ def m004_conversations(conn: Connection) -> None:
     )
 
 
+def m005_memories_outlive_authors(conn: Connection) -> None:
+    """Shared memories outlive their author: ``agent_id`` NULL means "author deleted".
+
+    Deleting an agent deletes its private memories and sets ``agent_id`` NULL on its shared ones
+    (``author_name`` keeps the name), so no agent, not even a new one with the same name, owns
+    them. A memory with no owner must be shared (CHECK). SQLite cannot drop a NOT NULL in place, so
+    the table is rebuilt (ids, and the AUTOINCREMENT counter, kept: a forgotten id stays unused);
+    the full-text and vector rows are keyed on those ids and stay as they are.
+    """
+    context = f"trim(coalesce(new.source_context, '') || ' ' || {_spoken_date('new.created_at')})"
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memories'").fetchone()
+    counter = int(row[0]) if row else 0
+    conn.execute(
+        f"""
+        CREATE TABLE memories_new (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id INTEGER REFERENCES agents(id) ON DELETE SET NULL,
+            author_name TEXT NOT NULL,
+            content TEXT NOT NULL,
+            text_key TEXT NOT NULL,
+            category TEXT NOT NULL
+                CHECK (category IN ('fact', 'preference', 'decision', 'knowledge')),
+            subject TEXT,
+            importance INTEGER CHECK (importance BETWEEN 1 AND 10),
+            scope TEXT NOT NULL DEFAULT 'private' CHECK (scope IN ('private', 'shared')),
+            source_context TEXT,
+            source TEXT NOT NULL DEFAULT 'explicit' CHECK (source IN ('explicit', 'automatic')),
+            source_message_id INTEGER,
+            retrieval_count INTEGER NOT NULL DEFAULT 0,
+            last_retrieved_at TEXT,
+            embedding_state TEXT NOT NULL DEFAULT 'pending'
+                CHECK (embedding_state IN ('ready', 'pending')),
+            embedding_model TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            CHECK (agent_id IS NOT NULL OR scope = 'shared')
+        );
+        INSERT INTO memories_new SELECT id, agent_id, author_name, content, text_key, category,
+            subject, importance, scope, source_context, source, source_message_id,
+            retrieval_count, last_retrieved_at, embedding_state, embedding_model, created_at,
+            updated_at FROM memories;
+        DROP TABLE memories;
+        ALTER TABLE memories_new RENAME TO memories;
+        CREATE INDEX memories_agent_created ON memories(agent_id, created_at);
+        CREATE INDEX memories_shared_created ON memories(scope, created_at);
+        CREATE INDEX memories_text_key ON memories(text_key);
+        CREATE INDEX memories_pending ON memories(embedding_state)
+            WHERE embedding_state = 'pending';
+        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memory_fts(rowid, content, subject, context)
+            VALUES (new.id, new.content, coalesce(new.subject, ''), {context});
+        END;
+        CREATE TRIGGER memories_fts_update
+        AFTER UPDATE OF content, subject, source_context, created_at ON memories BEGIN
+            UPDATE memory_fts
+            SET content = new.content, subject = coalesce(new.subject, ''), context = {context}
+            WHERE rowid = new.id;
+        END;
+        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            DELETE FROM memory_fts WHERE rowid = old.id;
+        END;
+        """
+    )
+    conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'memories'", (counter,))
+    if (
+        counter
+        and not conn.execute("SELECT 1 FROM sqlite_sequence WHERE name = 'memories'").fetchone()
+    ):
+        conn.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('memories', ?)", (counter,))
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 MIGRATIONS: list[Migration] = [
     (1, "initial", m001_initial),
     (2, "full text over source context and date", m002_fts_context),
     (3, "change log of the vector index", m003_vector_log),
     (4, "conversations, summaries, agent settings, leases", m004_conversations),
+    (5, "shared memories outlive their author", m005_memories_outlive_authors),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -194,9 +194,36 @@ def m001_initial(conn: Connection) -> None:
         conn.execute(statement)  # our own fixed text
 
 
+def m002_memories_outlive_authors(conn: Connection) -> None:
+    """Shared memories outlive their author: ``agent_id`` NULL means "author deleted".
+
+    Deleting an agent deletes its private memories and sets ``agent_id`` NULL on its shared ones
+    (``author_name`` keeps the name), so no agent, not even a new one with the same name, owns
+    them. A memory with no owner must be shared (CHECK).
+    """
+    constraint = conn.execute(
+        "SELECT conname FROM pg_constraint WHERE conrelid = 'memories'::regclass AND contype = 'f'"
+    ).fetchone()
+    assert constraint is not None  # m001 made it
+    for statement in (
+        sql.SQL("ALTER TABLE memories DROP CONSTRAINT {}").format(sql.Identifier(constraint[0])),
+        sql.SQL("ALTER TABLE memories ALTER COLUMN agent_id DROP NOT NULL"),
+        sql.SQL(
+            "ALTER TABLE memories ADD CONSTRAINT memories_agent_id_fkey FOREIGN KEY (agent_id) "
+            "REFERENCES agents(id) ON DELETE SET NULL"
+        ),
+        sql.SQL(
+            "ALTER TABLE memories ADD CONSTRAINT memories_owner_or_shared "
+            "CHECK (agent_id IS NOT NULL OR scope = 'shared')"
+        ),
+    ):
+        conn.execute(statement)
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 MIGRATIONS: list[Migration] = [
     (1, "initial: agents, memories (full text, vector), conversations, leases", m001_initial),
+    (2, "shared memories outlive their author", m002_memories_outlive_authors),
 ]
 LATEST = MIGRATIONS[-1][0]
 

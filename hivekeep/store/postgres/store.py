@@ -12,6 +12,7 @@ advisory lock, so the duplicate check and the insert are one step, as in SQLite'
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -23,12 +24,16 @@ import psycopg_pool
 from psycopg import sql
 from psycopg.rows import TupleRow
 
+from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import ConflictError, NotFound, StoreError
 from hivekeep.store.base import (
     KEEP,
+    PERSON,
+    AgentFootprint,
     AgentRecord,
     EmbeddingSpace,
+    Inserted,
     MemoryChanges,
     MemoryFilter,
     MemoryRecord,
@@ -42,7 +47,7 @@ from hivekeep.store.base import (
 from hivekeep.store.postgres import migrations
 from hivekeep.store.postgres.conversations import ConversationRows
 from hivekeep.store.postgres.leases import AdvisoryLeases
-from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
+from hivekeep.store.rows import MEMORY_COLUMNS, author_of, memory_from_row
 from hivekeep.store.vector_cache import subject_key
 from hivekeep.types import Scope
 
@@ -130,6 +135,7 @@ class PostgresStore(ConversationRows):
                 f"Cannot connect to PostgreSQL at {redact(url)} within {CONNECT_TIMEOUT_S:.0f} s."
             ) from exc
         self._leases = AdvisoryLeases(url, CONNECT_TIMEOUT_S)
+        self._local = threading.local()  # .connection: this thread's, inside transaction()
         self._closed = False
 
     @staticmethod
@@ -147,10 +153,42 @@ class PostgresStore(ConversationRows):
 
     # plumbing ---------------------------------------------------------------------------------
     @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``Store.transaction``: one pooled connection is held for this thread in one
+        transaction, and every method the thread calls meanwhile runs on it (a method's own
+        transaction becomes a savepoint). Nested: a savepoint."""
+        held: Connection | None = getattr(self._local, "connection", None)
+        if held is not None:
+            with self._translated(), held.transaction():
+                yield
+            return
+        with self._connection() as conn:
+            self._local.connection = conn
+            try:
+                with self._translated(), conn.transaction():
+                    yield
+            finally:
+                self._local.connection = None
+
+    @staticmethod
+    @contextmanager
+    def _translated() -> Iterator[None]:
+        try:
+            yield
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"PostgreSQL connection failed: {exc}") from exc
+
+    @contextmanager
     def _connection(self) -> Iterator[Connection]:
-        """A pooled connection in autocommit mode: each statement is its own transaction."""
+        """A pooled connection in autocommit mode: each statement is its own transaction.
+
+        Inside ``transaction()`` it is the thread's held connection, in that transaction."""
         if self._closed:
             raise StoreError("This hive is closed.")
+        held: Connection | None = getattr(self._local, "connection", None)
+        if held is not None:
+            yield held
+            return
         try:
             with self._pool.connection() as conn:
                 yield conn
@@ -224,12 +262,22 @@ class PostgresStore(ConversationRows):
             ) from exc
         return AgentRecord(agent_id, name, role, current.created_at, now)
 
-    def delete_agent(self, agent_id: int) -> None:
+    def agent_footprint(self, agent_id: int) -> AgentFootprint:
+        with self._connection() as conn:
+            return _footprint(conn, agent_id)
+
+    def delete_agent(self, agent_id: int) -> AgentFootprint:
         with self._transaction() as conn:
             _agent(conn, agent_id, lock=True)
-            conn.execute("DELETE FROM memories WHERE agent_id = %s", (agent_id,))
-            # the profile, settings and conversations go by ON DELETE CASCADE
+            footprint = _footprint(conn, agent_id)
+            conn.execute(
+                "DELETE FROM memories WHERE agent_id = %s AND scope = 'private'", (agent_id,)
+            )
+            # Shared memories stay, owned by no agent (agent_id NULL; author_name keeps the
+            # name). The profile, settings and conversations go by ON DELETE CASCADE.
+            conn.execute("UPDATE memories SET agent_id = NULL WHERE agent_id = %s", (agent_id,))
             conn.execute("DELETE FROM agents WHERE id = %s", (agent_id,))
+        return footprint
 
     # embedding space --------------------------------------------------------------------------
     def embedding_space(self) -> EmbeddingSpace | None:
@@ -270,10 +318,8 @@ class PostgresStore(ConversationRows):
             return int(cursor.rowcount)
 
     # memories ---------------------------------------------------------------------------------
-    def insert_memories(
-        self, writes: Sequence[MemoryWrite], *, dedup_threshold: float
-    ) -> list[tuple[MemoryRecord, bool]]:
-        results: list[tuple[MemoryRecord, bool]] = []
+    def insert_memories(self, writes: Sequence[MemoryWrite], *, dedup: DedupRule) -> list[Inserted]:
+        results: list[Inserted] = []
         if not writes:
             return results
         with self._transaction() as conn:
@@ -287,14 +333,14 @@ class PostgresStore(ConversationRows):
             authors: dict[int, str] = {}
             for write in writes:
                 memory = write.memory
-                if memory.agent_id not in authors:
-                    authors[memory.agent_id] = _agent(conn, memory.agent_id).name
+                author = author_of(memory, authors, lambda key: _agent(conn, key))
                 literal = None
                 if write.vector is not None and space is not None:
                     literal = _checked_vector(write.vector, space)
-                duplicate = _find_duplicate(conn, write, literal, dedup_threshold)
-                if duplicate is not None:
-                    results.append((_get_memory(conn, duplicate, memory.agent_id), True))
+                verdict = _judge(conn, write, literal, dedup)
+                if verdict.duplicate_of is not None:
+                    duplicate = _get_memory(conn, verdict.duplicate_of, memory.agent_id)
+                    results.append(Inserted(duplicate, True))
                     continue
                 now = now_timestamp()
                 row = _execute(
@@ -306,8 +352,8 @@ class PostgresStore(ConversationRows):
                     "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, %s, %s, %s, %s, "
                     f"%s, %s) RETURNING {MEMORY_COLUMNS}",
                     (
-                        memory.agent_id,
-                        authors[memory.agent_id],
+                        None if memory.agent_id == PERSON else memory.agent_id,
+                        author,
                         memory.content,
                         write.text_key,
                         memory.category.value,
@@ -328,7 +374,14 @@ class PostgresStore(ConversationRows):
                     ),
                 ).fetchone()
                 assert row is not None
-                results.append((memory_from_row(row), False))
+                similar = _fetch(conn, memory.agent_id, verdict.similar)
+                results.append(
+                    Inserted(
+                        memory_from_row(row),
+                        False,
+                        tuple(similar[i] for i in verdict.similar if i in similar),
+                    )
+                )
         return results
 
     def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
@@ -605,7 +658,10 @@ class PostgresStore(ConversationRows):
         """Advisory lock on a connection of the lease's own (see ``leases.py``)."""
         if self._closed:
             raise StoreError("This hive is closed.")
-        return self._leases.acquire(name, holder, ttl_seconds)
+        try:
+            return self._leases.acquire(name, holder, ttl_seconds)
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"Lease {name!r}: PostgreSQL connection failed: {exc}") from exc
 
     def release_lease(self, name: str, holder: str) -> None:
         self._leases.release(name, holder)
@@ -659,11 +715,20 @@ def _checked_vector(vector: Vector, space: EmbeddingSpace) -> str:
     return vector_literal(vector)
 
 
-def _find_duplicate(
-    conn: Connection, write: MemoryWrite, literal: str | None, threshold: float
-) -> int | None:
-    """The same text among the author's visible memories, else the most similar visible vector
-    at or above ``threshold`` (ties: the smaller id)."""
+def _fetch(conn: Connection, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ANY(%s) "
+        "AND (agent_id = %s OR scope = 'shared')",
+        (list(ids), viewer_id),
+    ).fetchall()
+    return {row[0]: memory_from_row(row) for row in rows}
+
+
+def _judge(conn: Connection, write: MemoryWrite, literal: str | None, dedup: DedupRule) -> Verdict:
+    """The same text among the author's visible memories, else the dedup rule over the closest
+    visible vectors at or above its floor (ties: the smaller id)."""
     author = write.memory.agent_id
     row = conn.execute(
         "SELECT id FROM memories WHERE text_key = %s AND (agent_id = %s OR scope = 'shared') "
@@ -671,19 +736,33 @@ def _find_duplicate(
         (write.text_key, author),
     ).fetchone()
     if row is not None:
-        return int(row[0])
-    if literal is None or threshold > 1.0 + 1e-6:
-        return None  # no vector, or a threshold no cosine reaches: no vector duplicate
+        return Verdict(int(row[0]), ())
+    if literal is None or dedup.floor > 1.0 + 1e-6:
+        return Verdict(None, ())  # no vector, or a floor no cosine reaches
     rows = conn.execute(
-        "SELECT id, embedding <=> %(q)s::vector AS distance FROM memories "
+        "SELECT id, content, embedding <=> %(q)s::vector AS distance FROM memories "
         "WHERE embedding IS NOT NULL AND (agent_id = %(author)s OR scope = 'shared') "
-        "ORDER BY embedding <=> %(q)s::vector LIMIT 4",
-        {"q": literal, "author": author},
+        "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s",
+        {"q": literal, "author": author, "k": NEIGHBOURS},
     ).fetchall()
-    best = sorted((float(distance), int(memory_id)) for memory_id, distance in rows)
-    if best and 1.0 - best[0][0] >= threshold:
-        return best[0][1]
-    return None
+    candidates = [
+        Candidate(int(memory_id), content, 1.0 - float(distance))
+        for memory_id, content, distance in rows
+        if 1.0 - float(distance) >= dedup.floor
+    ]
+    return dedup.judge(write.memory.content, candidates)
+
+
+def _footprint(conn: Connection, agent_id: int) -> AgentFootprint:
+    _agent(conn, agent_id)
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM memories WHERE agent_id = %(a)s AND scope = 'private'), "
+        "(SELECT count(*) FROM memories WHERE agent_id = %(a)s AND scope = 'shared'), "
+        "(SELECT count(*) FROM conversations WHERE agent_id = %(a)s)",
+        {"a": agent_id},
+    ).fetchone()
+    assert row is not None
+    return AgentFootprint(int(row[0]), int(row[1]), int(row[2]))
 
 
 def _get_memory(conn: Connection, memory_id: int, viewer_id: int) -> MemoryRecord:
@@ -699,7 +778,7 @@ def _get_memory(conn: Connection, memory_id: int, viewer_id: int) -> MemoryRecor
 
 def _owned(conn: Connection, memory_id: int, owner_id: int) -> MemoryRecord:
     record = _get_memory(conn, memory_id, owner_id)
-    if record.agent_id != owner_id:
+    if record.agent_id != owner_id and owner_id != PERSON:  # PERSON sees only shared ones
         raise NotFound(
             f"No memory with id {memory_id} belongs to this agent "
             "(shared memories can only be changed by their author)."

@@ -20,12 +20,16 @@ import numpy.typing as npt
 import sqlite_vec
 
 from hivekeep.core import fts_query
+from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import ConflictError, NotFound, StoreError
 from hivekeep.store.base import (
     KEEP,
+    PERSON,
+    AgentFootprint,
     AgentRecord,
     EmbeddingSpace,
+    Inserted,
     MemoryChanges,
     MemoryFilter,
     MemoryRecord,
@@ -37,9 +41,9 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.migrations import sqlite as migrations
-from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
+from hivekeep.store.rows import MEMORY_COLUMNS, author_of, memory_from_row
 from hivekeep.store.sqlite.conversations import ConversationRows
-from hivekeep.store.sqlite.vectors import Duplicates, VectorIndex, filter_clauses
+from hivekeep.store.sqlite.vectors import VectorIndex, filter_clauses
 from hivekeep.store.vector_cache import VectorCache
 from hivekeep.types import EmbeddingState, Scope
 
@@ -118,6 +122,13 @@ class SQLiteStore(ConversationRows):
                     self._index.rolled_back()
                     raise
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``Store.transaction``: ``atomic()`` held around the block (each method's own
+        ``atomic()`` inside it is a savepoint). Other threads wait on the connection's lock."""
+        with self.atomic():
+            yield
+
     def _read(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
         with self._lock:
             return list(self._conn.execute(sql, params))
@@ -176,15 +187,33 @@ class SQLiteStore(ConversationRows):
                 )
         return AgentRecord(agent_id, name, role, current.created_at, now)
 
-    def delete_agent(self, agent_id: int) -> None:
-        with self.atomic() as conn:
+    def agent_footprint(self, agent_id: int) -> AgentFootprint:
+        with self._lock:
             self.get_agent(agent_id)
-            rows = conn.execute("SELECT id FROM memories WHERE agent_id = ?", (agent_id,))
+            rows = self._read(
+                "SELECT (SELECT count(*) FROM memories WHERE agent_id = :a AND scope = 'private'), "
+                "(SELECT count(*) FROM memories WHERE agent_id = :a AND scope = 'shared'), "
+                "(SELECT count(*) FROM conversations WHERE agent_id = :a)",
+                {"a": agent_id},
+            )
+        return AgentFootprint(*rows[0])
+
+    def delete_agent(self, agent_id: int) -> AgentFootprint:
+        with self.atomic() as conn:
+            footprint = self.agent_footprint(agent_id)
+            rows = conn.execute(
+                "SELECT id FROM memories WHERE agent_id = ? AND scope = 'private'", (agent_id,)
+            )
             for memory_id in [row[0] for row in rows]:
                 self._index.delete(memory_id)
-            conn.execute("DELETE FROM memories WHERE agent_id = ?", (agent_id,))  # FTS: trigger
-            # the profile (and anything else keyed on the agent) goes by ON DELETE CASCADE
+            conn.execute(  # FTS: trigger
+                "DELETE FROM memories WHERE agent_id = ? AND scope = 'private'", (agent_id,)
+            )
+            # Shared memories stay, owned by no agent (their vectors' audience is everyone
+            # already). The profile, settings and conversations go by ON DELETE CASCADE.
+            conn.execute("UPDATE memories SET agent_id = NULL WHERE agent_id = ?", (agent_id,))
             conn.execute("DELETE FROM agents WHERE id = ?", (agent_id,))
+        return footprint
 
     # embedding space --------------------------------------------------------------------------
     def embedding_space(self) -> EmbeddingSpace | None:
@@ -211,20 +240,18 @@ class SQLiteStore(ConversationRows):
             return int(conn.changes())
 
     # memories ---------------------------------------------------------------------------------
-    def insert_memories(
-        self, writes: Sequence[MemoryWrite], *, dedup_threshold: float
-    ) -> list[tuple[MemoryRecord, bool]]:
-        results: list[tuple[MemoryRecord, bool]] = []
+    def insert_memories(self, writes: Sequence[MemoryWrite], *, dedup: DedupRule) -> list[Inserted]:
+        results: list[Inserted] = []
         with self.atomic() as conn:
-            duplicates = self._index.duplicates(writes, dedup_threshold)
+            neighbours = self._index.neighbours(writes, dedup.floor, NEIGHBOURS)
             authors: dict[int, str] = {}
             for index, write in enumerate(writes):
                 memory = write.memory
-                if memory.agent_id not in authors:
-                    authors[memory.agent_id] = self.get_agent(memory.agent_id).name
-                duplicate = self._find_duplicate(conn, write, index, duplicates)
-                if duplicate is not None:
-                    results.append((self.get_memory(duplicate, memory.agent_id), True))
+                author = author_of(memory, authors, self.get_agent)
+                verdict = self._judge(conn, write, neighbours.of(index), dedup)
+                if verdict.duplicate_of is not None:
+                    duplicate = self.get_memory(verdict.duplicate_of, memory.agent_id)
+                    results.append(Inserted(duplicate, True))
                     continue
                 now = now_timestamp()
                 conn.execute(
@@ -233,8 +260,8 @@ class SQLiteStore(ConversationRows):
                     "retrieval_count, last_retrieved_at, created_at, updated_at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        memory.agent_id,
-                        authors[memory.agent_id],
+                        None if memory.agent_id == PERSON else memory.agent_id,
+                        author,
                         memory.content,
                         write.text_key,
                         memory.category.value,
@@ -252,23 +279,32 @@ class SQLiteStore(ConversationRows):
                 )
                 record = self.get_memory(conn.last_insert_rowid(), memory.agent_id)
                 self._index.write(record, write.vector, new=True)
-                duplicates.inserted(index, record)
-                results.append((self.get_memory(record.id, memory.agent_id), False))
+                neighbours.inserted(index, record)
+                similar = self.fetch_memories(memory.agent_id, verdict.similar)
+                results.append(
+                    Inserted(
+                        self.get_memory(record.id, memory.agent_id),
+                        False,
+                        tuple(similar[i] for i in verdict.similar if i in similar),
+                    )
+                )
         return results
 
-    @staticmethod
-    def _find_duplicate(
-        conn: Any, write: MemoryWrite, index: int, duplicates: Duplicates
-    ) -> int | None:
-        """The same text among the author's visible memories, else the closest similar vector."""
+    def _judge(
+        self, conn: Any, write: MemoryWrite, close: list[tuple[int, float]], dedup: DedupRule
+    ) -> Verdict:
+        """The same text among the author's visible memories, else the rule over the closest."""
+        viewer = write.memory.agent_id
         row = conn.execute(
             "SELECT id FROM memories WHERE text_key = ? AND (agent_id = ? OR scope = 'shared') "
             "ORDER BY id LIMIT 1",
-            (write.text_key, write.memory.agent_id),
+            (write.text_key, viewer),
         ).fetchone()
         if row:
-            return int(row[0])
-        return duplicates.best(index)
+            return Verdict(int(row[0]), ())
+        found = self.fetch_memories(viewer, [memory_id for memory_id, _ in close])
+        candidates = [Candidate(i, found[i].content, score) for i, score in close if i in found]
+        return dedup.judge(write.memory.content, candidates)
 
     def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
         rows = self._read(
@@ -282,7 +318,7 @@ class SQLiteStore(ConversationRows):
 
     def _owned(self, memory_id: int, owner_id: int) -> MemoryRecord:
         record = self.get_memory(memory_id, owner_id)
-        if record.agent_id != owner_id:
+        if record.agent_id != owner_id and owner_id != PERSON:  # PERSON sees only shared ones
             raise NotFound(
                 f"No memory with id {memory_id} belongs to this agent "
                 "(shared memories can only be changed by their author)."

@@ -78,7 +78,7 @@ function memoryItem(agent, memory, reload) {
   const badges = h("div", { class: "badges" },
     h("span", { class: "badge" }, memory.category),
     memory.subject ? h("span", { class: "badge" }, memory.subject) : null,
-    memory.scope === "shared" ? h("span", { class: "badge shared" }, own ? "shared" : `shared by ${memory.shared_by}`) : null,
+    memory.scope === "shared" ? h("span", { class: "badge shared" }, own ? "shared" : `shared by ${memory.shared_by}${memory.author_deleted ? " (deleted)" : ""}`) : null,
     memory.importance ? h("span", { class: "badge", title: "importance" }, `★ ${memory.importance}`) : null,
     h("span", { class: "badge", title: "times recalled" }, `recalled ${memory.retrieval_count}×`),
     memory.score !== undefined ? h("span", { class: "badge" }, `score ${memory.score.toFixed(2)}`) : null,
@@ -88,6 +88,12 @@ function memoryItem(agent, memory, reload) {
     h("button", { type: "button", class: "danger", "aria-label": `Delete memory ${memory.id}`, onclick: async () => {
       if (!confirm("Delete this memory?")) return;
       await api(`/agents/${agent.id}/memories/${memory.id}`, { method: "DELETE" });
+      reload();
+    } }, "Delete")) : memory.author_deleted ? h("div", { class: "row" },
+    // no agent owns it any more: deleting it is the person's call (the hive-level route)
+    h("button", { type: "button", class: "danger", "aria-label": `Delete memory ${memory.id}`, onclick: async () => {
+      if (!confirm(`Delete this shared memory of ${memory.shared_by} (deleted) for every agent?`)) return;
+      await api(`/memories/${memory.id}`, { method: "DELETE" });
       reload();
     } }, "Delete")) : null;
   item.append(h("p", { class: "content" }, memory.content), badges, actions);

@@ -53,5 +53,31 @@ export async function settingsView(panel, agent) {
       h("dt", {}, "Compaction model"), h("dd", {}, llm.compacting_model || "the agent's model"),
       h("dt", {}, "Extraction model"), h("dd", {}, llm.extraction_model || "the agent's model"),
       h("dt", {}, "Embedder"), h("dd", {}, `${hive.embedder.spec} (${hive.embedder.model_id}, ${hive.embedder.dimension}-d)`),
-      h("dt", {}, "Profile budget"), h("dd", {}, `${hive.profile_max_tokens} tokens`))), form);
+      h("dt", {}, "Profile budget"), h("dd", {}, `${hive.profile_max_tokens} tokens`))), form,
+    deleteSection(agent));
+}
+
+// Deleting an agent says what goes and what stays, before (the dialog) and after (the counts).
+export const deleteQuestion = (name) => `Delete agent ${name}? Its profile, private memories and ` +
+  "conversations (with their messages and summaries) are deleted. Its shared memories stay, " +
+  `recallable by every agent as shared by ${name} (deleted).`;
+
+function deleteSection(agent) {
+  const message = h("p", { role: "status", class: "result" });
+  const button = h("button", { type: "button", class: "danger", onclick: async () => {
+    if (!confirm(deleteQuestion(agent.name))) return;
+    button.disabled = true;
+    try {
+      const gone = await api(`/agents/${agent.id}`, { method: "DELETE" });
+      document.getElementById("status").textContent = gone.message;
+      location.hash = "#/";
+    } catch (error) {
+      message.className = "result error";
+      message.textContent = error.message;
+      button.disabled = false;
+    }
+  } }, "Delete agent");
+  return h("section", { class: "delete-agent" }, h("h3", {}, "Delete agent"),
+    h("p", {}, h("small", {}, "Deletes the profile, private memories and conversations. " +
+      "Shared memories stay for the other agents.")), button, message);
 }
