@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hivekeep.core.routing import ROUTING_RULE
 from hivekeep.errors import HivekeepError, ValidationError
-from hivekeep.views import memory_view
+from hivekeep.views import memory_view, similar_view
 
 if TYPE_CHECKING:
     from hivekeep.agent import Agent
@@ -128,6 +128,7 @@ def _memorize(agent: Agent, args: MemorizeArgs) -> dict[str, Any]:
         "subject": memory.subject,
         "scope": memory.scope.value,
         "duplicate": written.duplicate,
+        **({"similar": [similar_view(m) for m in written.similar]} if written.similar else {}),
     }
 
 
@@ -195,7 +196,9 @@ TOOLS: tuple[Tool, ...] = (
         "memorize",
         "Save an episodic memory to the archive right away: a dated event, a past detail, a "
         f"one-off fact. {ROUTING_RULE} Use scope 'shared' only for what genuinely helps other "
-        "agents (user-wide preferences, infrastructure, decisions affecting everyone).",
+        "agents (user-wide preferences, infrastructure, decisions affecting everyone). A result "
+        "with 'similar' lists close memories you already had: if one is now outdated, "
+        "update_memory or forget it.",
         MemorizeArgs,
         _memorize,
     ),
@@ -264,6 +267,12 @@ def call_tool(agent: Agent, name: str, arguments: dict[str, Any] | str | None) -
         return tool.handler(agent, args)
     except HivekeepError as exc:
         return {"error": str(exc)}
+    except Exception as exc:  # a bug must not escape into the agent loop: logged, then reported
+        log.exception("Tool %s failed unexpectedly for agent %s", name, agent.name)
+        return {
+            "error": f"The tool {name} failed unexpectedly ({type(exc).__name__}); this is a "
+            "bug in hivekeep, and the details are in its log. Other tools still work."
+        }
 
 
 def _describe(tool: str, exc: pydantic.ValidationError) -> str:

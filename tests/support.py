@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hivekeep.core.dedup import DedupRule
 from hivekeep.store.base import MemoryRecord, MemoryWrite, NewMemory, Store, Vector
 
 
@@ -58,7 +59,16 @@ def insert_one(
     dedup_threshold: float,
 ) -> tuple[MemoryRecord, bool]:
     """One write through the store's batch insert (the only insert the contract has)."""
-    [result] = store.insert_memories(
-        [MemoryWrite(memory, vector, text_key)], dedup_threshold=dedup_threshold
-    )
+    [result] = insert_pairs(store, [MemoryWrite(memory, vector, text_key)], dedup_threshold)
     return result
+
+
+def insert_pairs(
+    store: Store, writes: Sequence[MemoryWrite], dedup_threshold: float
+) -> list[tuple[MemoryRecord, bool]]:
+    """The store's batch insert under the shipped dedup rule at ``dedup_threshold``, as
+    (memory, was_duplicate) pairs."""
+    return [
+        (r.memory, r.duplicate)
+        for r in store.insert_memories(writes, dedup=DedupRule(threshold=dedup_threshold))
+    ]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hivekeep.core.text import embedding_text, normalise_text
-from hivekeep.errors import ProviderError
+from hivekeep.core.dedup import DedupRule
+from hivekeep.core.text import clean_text, embedding_text, normalise_text
+from hivekeep.errors import ProviderError, ValidationError
 from hivekeep.events import EventBus
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.store.base import (
@@ -31,6 +33,7 @@ Progress = Callable[[int, int], None]  # (done, total)
 class Memorized:
     memory: MemoryRecord
     duplicate: bool  # True: an equivalent memory already existed and is returned instead
+    similar: tuple[MemoryRecord, ...] = ()  # close neighbours of a stored memory (see SPEC 4.1)
 
 
 @dataclass(frozen=True)
@@ -50,42 +53,59 @@ class ArchiveService:
     ) -> None:
         self.store = store
         self.embeddings = embeddings
-        self.dedup_threshold = dedup_threshold
+        self.dedup = DedupRule(threshold=dedup_threshold, words=embeddings.word_similarity)
         self.events = events
 
     def memorize_many(
-        self, memories: Sequence[NewMemory], *, batch_size: int = 256
+        self,
+        memories: Sequence[NewMemory],
+        *,
+        batch_size: int = 256,
+        vectors: Sequence[Vector | None] | None = None,
     ) -> list[Memorized]:
         """The one write path: embed in batches, then dedup and insert all in one transaction.
 
         If the embedder fails for a batch, those memories are stored as pending (found by full
-        text at once, backfilled later) rather than lost.
+        text at once, backfilled later) rather than lost. ``vectors`` (import): one per memory,
+        already made by this hive's model (``embed``, or an export's own), None to store that
+        memory pending; nothing is embedded here then. Events are sent as each memory is stored,
+        or, inside ``EventBus.deferred``, when the caller's transaction has committed.
         """
-        vectors: list[Vector | None] = []
-        for start in range(0, len(memories), batch_size):
-            batch = memories[start : start + batch_size]
-            try:
-                vectors += self.embeddings.embed(
-                    [embedding_text(m.content, m.subject) for m in batch]
-                )
-            except ProviderError as exc:
-                log.warning("Embedding failed; %d memories kept as pending: %s", len(batch), exc)
-                vectors += [None] * len(batch)
+        memories = [_cleaned(m) for m in memories]  # control characters: see clean_text
+        if vectors is None:
+            vectors = self.embed(memories, batch_size=batch_size)
+        elif len(vectors) != len(memories):
+            raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories.")
         writes = [
             MemoryWrite(memory, vector, normalise_text(memory.content))
             for memory, vector in zip(memories, vectors, strict=True)
         ]
-        inserted = self.store.insert_memories(writes, dedup_threshold=self.dedup_threshold)
-        for record, duplicate in inserted:
-            if not duplicate:
-                self._publish("memory:created", record)
-        return [Memorized(record, duplicate) for record, duplicate in inserted]
+        inserted = self.store.insert_memories(writes, dedup=self.dedup)
+        for result in inserted:
+            if not result.duplicate:
+                self._publish("memory:created", result.memory)
+        return [Memorized(r.memory, r.duplicate, r.similar) for r in inserted]
+
+    def embed(self, memories: Sequence[NewMemory], *, batch_size: int = 256) -> list[Vector | None]:
+        """The vectors ``memorize_many`` would store, one per memory, in batches: None for the
+        memories of a batch the embedder failed on (they are stored pending)."""
+        texts = [embedding_text(m.content, m.subject) for m in (_cleaned(m) for m in memories)]
+        vectors: list[Vector | None] = []
+        for start in range(0, len(texts), batch_size):
+            batch = texts[start : start + batch_size]
+            try:
+                vectors += self.embeddings.embed(batch)
+            except ProviderError as exc:
+                log.warning("Embedding failed; %d memories kept as pending: %s", len(batch), exc)
+                vectors += [None] * len(batch)
+        return vectors
 
     def _publish(self, event: str, memory: MemoryRecord) -> None:
         self.events.publish(event, memory.agent_id, memory_id=memory.id, scope=memory.scope.value)
 
     def update(self, agent_id: int, memory_id: int, changes: MemoryChanges) -> MemoryRecord:
         """Owner-only update; re-embeds only when the embedded text changed."""
+        changes = _cleaned_changes(changes)
         current = self.store.get_memory(memory_id, agent_id)
         content = current.content if isinstance(changes.content, _Keep) else changes.content
         subject = current.subject if isinstance(changes.subject, _Keep) else changes.subject
@@ -141,3 +161,36 @@ class ArchiveService:
             if progress:
                 progress(done, total)
         return Backfill(done, self.store.count_pending())
+
+
+def _clean_field(value: str, name: str) -> str:
+    cleaned = clean_text(value, name)
+    if name == "content" and not cleaned.strip():
+        raise ValidationError(
+            f"'content' has value {value!r}: nothing is left without its "
+            "control characters. Send the memory's text."
+        )
+    return cleaned
+
+
+def _cleaned(memory: NewMemory) -> NewMemory:
+    """The memory with its texts through ``clean_text`` (NUL refused, other controls dropped)."""
+    return dataclasses.replace(
+        memory,
+        content=_clean_field(memory.content, "content"),
+        subject=None if memory.subject is None else _clean_field(memory.subject, "subject"),
+        source_context=None
+        if memory.source_context is None
+        else _clean_field(memory.source_context, "source_context"),
+    )
+
+
+def _cleaned_changes(changes: MemoryChanges) -> MemoryChanges:
+    content, subject = changes.content, changes.subject
+    return dataclasses.replace(
+        changes,
+        content=content if isinstance(content, _Keep) else _clean_field(content, "content"),
+        subject=subject
+        if subject is None or isinstance(subject, _Keep)
+        else _clean_field(subject, "subject"),
+    )

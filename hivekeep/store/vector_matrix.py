@@ -155,23 +155,23 @@ class Matrix:
             scores, ids = scores[keep], ids[keep]
         return ids, scores
 
-    def best_rows(self, queries: Floats, threshold: float) -> list[tuple[int, float] | None]:
-        """Per query: (id, cosine) of its most similar row when that reaches ``threshold``.
+    def close_rows(self, queries: Floats, floor: float, k: int) -> list[list[tuple[int, float]]]:
+        """Per query: up to ``k`` rows of cosine >= ``floor`` as (id, cosine), best first, ties
+        by smaller id.
 
-        Ties go to the smallest id. Queries are compared in blocks, one matrix product each.
+        Queries are compared in blocks, one matrix product each (dedup of a batch of inserts).
         """
         size = self._size
-        found: list[tuple[int, float] | None] = []
+        found: list[list[tuple[int, float]]] = []
         step = max(1, min(len(queries), SCORE_BLOCK // max(size, 1)))
+        ids = self._ids[:size]
         for start in range(0, len(queries), step):
             block = queries[start : start + step]
             scores = block @ self._vectors[:size].T
             scores *= self._inverse_norms[:size]
             scores *= _inverse_norms(block)[:, None]
-            for row, best in zip(scores, scores.max(axis=1).tolist(), strict=True):
-                if best >= threshold:
-                    tied = self._ids[:size][row == best]
-                    found.append((int(tied.min()), best))
-                else:
-                    found.append(None)
+            for row in scores:
+                close = np.flatnonzero(row >= floor)
+                order = np.lexsort((ids[close], -row[close]))[:k]
+                found.append([(int(ids[close[i]]), float(row[close[i]])) for i in order])
         return found

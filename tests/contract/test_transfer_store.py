@@ -25,7 +25,7 @@ from hivekeep.store.conversations import (
 )
 from hivekeep.types import Category, EmbeddingState, Scope, Source
 from tests.contract.conftest import DIMENSION
-from tests.support import random_unit
+from tests.support import insert_pairs, random_unit
 
 T0 = "2023-01-02T03:04:05.000006Z"
 T1 = "2023-01-02T03:05:00.000000Z"
@@ -44,8 +44,8 @@ def insert(
     """Insert one memory (by default with a vector seeded by its text) and return its id."""
     memory = NewMemory(agent_id=agent_id, content=content, category=Category.FACT, **fields)
     chosen = vec(content) if isinstance(vector, str) else vector
-    [(record, duplicate)] = store.insert_memories(
-        [MemoryWrite(memory, chosen, content.lower())], dedup_threshold=0.99
+    [(record, duplicate)] = insert_pairs(
+        store, [MemoryWrite(memory, chosen, content.lower())], 0.99
     )
     assert not duplicate
     return record.id

@@ -12,7 +12,7 @@ from hivekeep import Hive, Settings
 from hivekeep.store.base import MemoryFilter, MemoryWrite, NewMemory
 from hivekeep.types import Category
 from tests.postgres import hive_target
-from tests.support import VectorTable, random_unit, with_cosine
+from tests.support import VectorTable, insert_pairs, random_unit, with_cosine
 
 AGENTS = 4
 WORDS = ["apple", "river", "engine", "violet", "harbor", "comet"]
@@ -115,12 +115,13 @@ def test_random_operations_never_cross_private_boundaries(backend: str, ops: lis
 
 def bulk_load(hive: Hive, agent_id: int, texts: list[str], table: VectorTable) -> None:
     """Insert without dedup: recall is what these tests check, not the write path."""
-    hive.store.insert_memories(
+    insert_pairs(
+        hive.store,
         [
             MemoryWrite(NewMemory(agent_id, text, Category.FACT), table.vectors[text], text)
             for text in texts
         ],
-        dedup_threshold=2.0,
+        2.0,
     )
 
 

@@ -33,7 +33,7 @@ from tests.integration.test_isolation import (
 )
 from tests.integration.test_recall import *  # noqa: F403  (every recall test, on PostgreSQL)
 from tests.postgres import TestPostgresStore, postgres_url, server_url, with_search_path
-from tests.support import VectorTable, random_unit
+from tests.support import VectorTable, insert_pairs, random_unit
 
 
 @pytest.fixture
@@ -175,12 +175,13 @@ QUERIES = [
 
 def _fill(store: Store) -> int:
     agent = store.create_agent("alice", "").id
-    store.insert_memories(
+    insert_pairs(
+        store,
         [
             MemoryWrite(NewMemory(agent, text, Category.FACT, created_at=stamp), None, text.lower())
             for text, stamp in CORPUS
         ],
-        dedup_threshold=2.0,
+        2.0,
     )
     return agent
 
@@ -256,7 +257,7 @@ def test_vector_search_matches_exact_search_on_a_larger_hive() -> None:
             )
             for n in range(1200)
         ]
-        inserted = store.insert_memories(writes, dedup_threshold=2.0)
+        inserted = insert_pairs(store, writes, 2.0)
         vectors = {
             record.id: (record.agent_id, record.scope.value, np.asarray(write.vector))
             for (record, _), write in zip(inserted, writes, strict=True)

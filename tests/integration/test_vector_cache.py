@@ -33,7 +33,7 @@ from hivekeep.store.base import (
 )
 from hivekeep.store.sqlite import SQLiteStore
 from hivekeep.types import Category, Scope
-from tests.support import VectorTable, random_unit, with_cosine
+from tests.support import VectorTable, insert_pairs, random_unit, with_cosine
 
 REPO = Path(__file__).resolve().parents[2]
 DIMENSION = 8
@@ -168,7 +168,7 @@ def _insert(store: SQLiteStore, step: int, rows, made: list[np.ndarray]) -> None
             created_at=date,
         )
         writes.append(MemoryWrite(memory, vector if ready else None, f"k{step} {n}"))
-    store.insert_memories(writes, dedup_threshold=0.9)
+    insert_pairs(store, writes, 0.9)
 
 
 def _change(
@@ -207,15 +207,15 @@ def test_duplicates_within_one_batch_match_sqlite_vec(tmp_path: Path) -> None:
         store.reset_embedding_space(EmbeddingSpace("test:cache", DIMENSION))
         alice, bob = store.create_agent("alice", "").id, store.create_agent("bob", "").id
         base = vec("base")
-        store.insert_memories([write(alice, "base", base)], dedup_threshold=0.9)
-        batch = [
-            write(bob, "bob cannot see alice's base", with_cosine(base, 0.97, "b")),
-            write(alice, "near base", with_cosine(base, 0.95, "n")),
-            write(alice, "other", vec("other")),
-            write(alice, "near other", with_cosine(vec("other"), 0.93, "o")),
-            write(bob, "near other, but private to alice", with_cosine(vec("other"), 0.99, "p")),
+        insert_pairs(store, [write(alice, "The base fact", base)], 0.9)
+        batch = [  # restatements; bob cannot see alice's private rows
+            write(bob, "The base fact?", with_cosine(base, 0.97, "b")),
+            write(alice, "The base fact!", with_cosine(base, 0.95, "n")),
+            write(alice, "Other fact", vec("other")),
+            write(alice, "Other fact.", with_cosine(vec("other"), 0.93, "o")),
+            write(bob, "Other fact!", with_cosine(vec("other"), 0.99, "p")),
         ]
-        inserted = store.insert_memories(batch, dedup_threshold=0.9)
+        inserted = insert_pairs(store, batch, 0.9)
         results[name] = [(record.id, duplicate) for record, duplicate in inserted]
         store.close()
     assert (
@@ -227,17 +227,16 @@ def test_duplicates_within_one_batch_match_sqlite_vec(tmp_path: Path) -> None:
 
 def test_failed_batch_leaves_the_cache_as_the_file(pair) -> None:
     cached, plain = pair
-    kept = cached.insert_memories([write(1, "kept", vec("kept"))], dedup_threshold=0.9)
+    kept = insert_pairs(cached, [write(1, "kept", vec("kept"))], 0.9)
     assert cached.vector_search(1, vec("kept"), 5, NO_FILTER)[0][0] == kept[0][0].id
     bad = write(1, "wrong dimension", np.ones(DIMENSION + 1, dtype=np.float32))
     with pytest.raises(StoreError):  # the first two rows reached the cache before the failure
-        cached.insert_memories(
-            [write(1, "gone", vec("gone")), write(2, "gone too", vec("g2")), bad],
-            dedup_threshold=0.9,
+        insert_pairs(
+            cached, [write(1, "gone", vec("gone")), write(2, "gone too", vec("g2")), bad], 0.9
         )
     # Another connection commits as many changes, so the log is back where the cache was.
     others = [write(1, "other 1", vec("o1")), write(2, "other 2", vec("o2"))]
-    plain.insert_memories(others, dedup_threshold=0.9)
+    insert_pairs(plain, others, 0.9)
     found = {i for i, _ in cached.vector_search(1, vec("gone"), 5, NO_FILTER)}
     assert found == {kept[0][0].id, kept[0][0].id + 1}
     assert_coherent(cached, plain, "after rollback")
@@ -246,15 +245,14 @@ def test_failed_batch_leaves_the_cache_as_the_file(pair) -> None:
 def test_savepoint_rollback_inside_a_transaction_keeps_the_rest(pair) -> None:
     cached, plain = pair
     with cached.atomic():
-        [(first, _)] = cached.insert_memories(
-            [write(1, "first", vec("first"))], dedup_threshold=0.9
-        )
+        [(first, _)] = insert_pairs(cached, [write(1, "first", vec("first"))], 0.9)
         with pytest.raises(StoreError):
-            cached.insert_memories(
+            insert_pairs(
+                cached,
                 [write(1, "undone", vec("undone")), write(1, "bad", np.ones(3, dtype=np.float32))],
-                dedup_threshold=0.9,
+                0.9,
             )
-        [(last, _)] = cached.insert_memories([write(1, "last", vec("last"))], dedup_threshold=0.9)
+        [(last, _)] = insert_pairs(cached, [write(1, "last", vec("last"))], 0.9)
     found = {i for i, _ in cached.vector_search(1, vec("x"), 10, NO_FILTER)}
     assert found == {first.id, last.id}
     assert_coherent(cached, plain, "after savepoint")
@@ -262,9 +260,7 @@ def test_savepoint_rollback_inside_a_transaction_keeps_the_rest(pair) -> None:
 
 def test_rolled_back_updates_do_not_linger(pair) -> None:
     cached, plain = pair
-    [(memory, _)] = cached.insert_memories(
-        [write(1, "private", vec("private"))], dedup_threshold=0.9
-    )
+    [(memory, _)] = insert_pairs(cached, [write(1, "private", vec("private"))], 0.9)
     with pytest.raises(RuntimeError), cached.atomic():
         cached.update_memory(
             memory.id, 1, MemoryChanges(scope=Scope.SHARED), text_key=None, vector=KEEP
@@ -288,9 +284,7 @@ def test_log_is_pruned_and_a_cache_left_behind_reloads(pair, tmp_path: Path, mon
     assert cache is not None
     loads = cache.loads
     for n in range(30):
-        plain.insert_memories(
-            [write(1 + n % 2, f"from the other connection {n}", vec(n))], dedup_threshold=0.9
-        )
+        insert_pairs(plain, [write(1 + n % 2, f"from the other connection {n}", vec(n))], 0.9)
     conn = apsw.Connection(str(tmp_path / "hive.db"))
     assert conn.execute("SELECT count(*) FROM vector_log").fetchone()[0] <= 15
     conn.close()
@@ -301,7 +295,7 @@ def test_log_is_pruned_and_a_cache_left_behind_reloads(pair, tmp_path: Path, mon
 
 def test_a_reset_elsewhere_empties_the_cache(pair) -> None:
     cached, plain = pair
-    cached.insert_memories([write(1, "old space", vec("old"))], dedup_threshold=0.9)
+    insert_pairs(cached, [write(1, "old space", vec("old"))], 0.9)
     assert cached.vector_search(1, vec("old"), 5, NO_FILTER)
     plain.reset_embedding_space(EmbeddingSpace("test:other", 4))
     assert cached.vector_search(1, np.ones(4) / 2, 5, NO_FILTER) == []

@@ -61,13 +61,14 @@ def test_since_compares_as_text_and_longer_timestamps_widen_the_column() -> None
     assert ids.tolist() == [2]
 
 
-def test_ties_keep_every_candidate_at_the_cut_and_dedup_picks_the_smallest_id() -> None:
+def test_ties_keep_every_candidate_at_the_cut_and_dedup_orders_them_by_id() -> None:
     matrix = Matrix(4)
     same = unit("same")
     for memory_id in (5, 3, 9):
         matrix.put(memory_id, same, FACT, 0, "2024-01-01")
     ids, _ = matrix.nearest(same, 1, NO_FILTER, None)
     assert sorted(ids.tolist()) == [3, 5, 9]  # the caller orders ties by id
-    [match, miss] = matrix.best_rows(np.stack([same, unit("far")]), 0.9)
-    assert match is not None and match[0] == 3 and match[1] == pytest.approx(1.0)
-    assert miss is None
+    [close, far] = matrix.close_rows(np.stack([same, unit("far")]), 0.9, 2)
+    assert [memory_id for memory_id, _ in close] == [3, 5]  # ties by smaller id, at most k
+    assert close[0][1] == pytest.approx(1.0)
+    assert far == []

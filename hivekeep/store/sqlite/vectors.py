@@ -56,11 +56,12 @@ def filter_clauses(
     return clauses, params
 
 
-class Duplicates(Protocol):
-    """Finds, write by write, the most similar visible vector of one batch of inserts."""
+class Neighbours(Protocol):
+    """Finds, write by write, the closest visible vectors of one batch of inserts (for dedup)."""
 
-    def best(self, index: int) -> int | None:
-        """The memory that write ``index`` duplicates by vector, if any."""
+    def of(self, index: int) -> list[tuple[int, float]]:
+        """Up to ``k`` (memory id, cosine) at or above the floor for write ``index``, best first,
+        ties by smaller id; the batch's earlier inserts included."""
         ...
 
     def inserted(self, index: int, memory: MemoryRecord) -> None:
@@ -209,48 +210,50 @@ class VectorIndex:
         )
         return {int(i): np.frombuffer(blob, dtype="<f4").astype(np.float32) for i, blob in rows}
 
-    def duplicates(self, writes: Sequence[MemoryWrite], threshold: float) -> Duplicates:
-        """Dedup for one batch of inserts (call inside the insert's transaction)."""
+    def neighbours(self, writes: Sequence[MemoryWrite], floor: float, k: int) -> Neighbours:
+        """Dedup candidates for one batch of inserts (call inside the insert's transaction)."""
         if self.cache is None:
-            return _SearchDuplicates(self, writes, threshold)
+            return _SearchNeighbours(self, writes, floor, k)
         self.cache.refresh(self._conn)
-        return _BatchDuplicates(self.cache, writes, threshold)
+        return _BatchNeighbours(self.cache, writes, floor, k)
 
 
-class _SearchDuplicates:
+class _SearchNeighbours:
     """One sqlite-vec KNN per write; it sees the batch's earlier inserts through the table."""
 
-    def __init__(self, index: VectorIndex, writes: Sequence[MemoryWrite], threshold: float):
+    def __init__(self, index: VectorIndex, writes: Sequence[MemoryWrite], floor: float, k: int):
         self._index = index
         self._writes = writes
-        self._threshold = threshold
+        self._floor = floor
+        self._k = k
 
-    def best(self, index: int) -> int | None:
+    def of(self, index: int) -> list[tuple[int, float]]:
         write = self._writes[index]
         if write.vector is None:
-            return None
-        hits = self._index.search(write.memory.agent_id, write.vector, 1, NO_FILTER)
-        return hits[0][0] if hits and hits[0][1] >= self._threshold else None
+            return []
+        hits = self._index.search(write.memory.agent_id, write.vector, self._k, NO_FILTER)
+        return [hit for hit in hits if hit[1] >= self._floor]
 
     def inserted(self, index: int, memory: MemoryRecord) -> None:
         """Nothing to do: the next KNN reads the new row from the table."""
 
 
-class _BatchDuplicates:
+class _BatchNeighbours:
     """The whole batch against the cached rows in one matrix product per author, then each write
     against the batch's earlier inserts (a small matrix, grown as rows are inserted).
     """
 
-    def __init__(self, cache: VectorCache, writes: Sequence[MemoryWrite], threshold: float):
+    def __init__(self, cache: VectorCache, writes: Sequence[MemoryWrite], floor: float, k: int):
         self._cache = cache
         self._writes = writes
-        self._threshold = threshold
+        self._floor = floor
+        self._k = k
         queries = {
             i: (w.memory.agent_id, w.vector)
             for i, w in enumerate(writes)
             if w.vector is not None and cache.fits(w.vector)
         }
-        matches = cache.best_matches(list(queries.values()), threshold)
+        matches = cache.close_matches(list(queries.values()), floor, k)
         self._before = dict(zip(queries, matches, strict=True))
         self._count = 0
         self._vectors = np.empty((len(queries), cache.dimension or 0), dtype=np.float32)
@@ -258,13 +261,13 @@ class _BatchDuplicates:
         self._ids = np.empty(len(queries), dtype=np.int64)
         self._audiences = np.empty(len(queries), dtype=np.int64)
 
-    def best(self, index: int) -> int | None:
+    def of(self, index: int) -> list[tuple[int, float]]:
         write = self._writes[index]
         if write.vector is None or self._cache.dimension is None:
-            return None  # no vector, or no embedding space yet: the row is stored as pending
+            return []  # no vector, or no embedding space yet: the row is stored as pending
         if index not in self._before:
             raise self._cache.refusal(write.vector)
-        match = self._before[index]
+        close = list(self._before[index])
         count = self._count
         if count:
             query = np.asarray(write.vector, dtype=np.float32)
@@ -272,11 +275,9 @@ class _BatchDuplicates:
             scores *= self._inverse_norms[:count] / np.sqrt(query @ query)
             audiences = self._audiences[:count]
             visible = (audiences == write.memory.agent_id) | (audiences == 0)
-            scores[~visible] = -np.inf
-            top = float(scores.max())
-            if top >= self._threshold and (match is None or top > match[1]):
-                match = (int(self._ids[:count][scores == top].min()), top)
-        return None if match is None else match[0]
+            for slot in np.flatnonzero(visible & (scores >= self._floor)):
+                close.append((int(self._ids[slot]), float(scores[slot])))
+        return sorted(close, key=lambda row: (-row[1], row[0]))[: self._k]
 
     def inserted(self, index: int, memory: MemoryRecord) -> None:
         if index not in self._before:
