@@ -3,7 +3,8 @@
 Services publish; interfaces subscribe (the server streams events over SSE, tests collect them).
 Every event gets a sequence number so a client that reconnects can ask for what it missed, from a
 bounded replay buffer. Subscribers are called synchronously on the publisher's thread and must be
-quick; a subscriber that raises is logged and detached, never allowed to break a write.
+quick; a subscriber that raises is logged and detached, never allowed to break a write. Events of
+writes made inside a store transaction are held until it commits (``deferred``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import itertools
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -56,10 +58,18 @@ class EventBus:
         self._ids = itertools.count(1)
         self._subscribers: list[Subscriber] = []
         self._recent: deque[Event] = deque(maxlen=replay)
+        self._held = threading.local()  # .events: this thread's, inside deferred()
 
-    def publish(self, type: str, agent_id: int | None, **data: Any) -> Event:
+    def publish(self, type: str, agent_id: int | None, **data: Any) -> Event | None:
+        """Send an event to every subscriber; None when it is held by ``deferred()``."""
         if type not in EVENT_TYPES:
             raise ValueError(f"Unknown event type {type!r}; known: {sorted(EVENT_TYPES)}.")
+        held: list[tuple[str, int | None, dict[str, Any]]] | None = getattr(
+            self._held, "events", None
+        )
+        if held is not None:
+            held.append((type, agent_id, data))
+            return None
         with self._lock:
             event = Event(next(self._ids), type, agent_id, data, datetime.now(UTC).isoformat())
             self._recent.append(event)
@@ -71,6 +81,27 @@ class EventBus:
                 log.exception("Event subscriber %r failed and was detached", subscriber)
                 self.unsubscribe(subscriber)
         return event
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Hold the events this thread publishes inside the block, and publish them, in order,
+        when it ends; drop them if it raises.
+
+        Wrap a store transaction in it (``with bus.deferred(), store.transaction():``): the
+        transaction commits first, so nobody hears of a write that was rolled back. Nested:
+        the outermost block decides. Other threads' events are not held.
+        """
+        if getattr(self._held, "events", None) is not None:
+            yield
+            return
+        events: list[tuple[str, int | None, dict[str, Any]]] = []
+        self._held.events = events
+        try:
+            yield
+        finally:
+            self._held.events = None
+        for type, agent_id, data in events:
+            self.publish(type, agent_id, **data)
 
     def subscribe(self, subscriber: Subscriber, *, after: int | None = None) -> None:
         """Call ``subscriber`` for every new event; with ``after``, first replay the missed ones."""

@@ -7,11 +7,15 @@ vector. Records name each other by agent name or by export key, never by databas
 differ between hives and backends. Everything goes through the ``Store`` protocol, so the same code
 exports from and imports into any backend.
 
-Export streams page by page (constant memory). Import reads the file twice: the first pass checks
-every line and every reference and writes nothing if anything is wrong; the second writes, one
-transaction per agent step, per conversation and per batch of memories. Memories go through the
-store's dedup (the same check as ``memorize``), conversations already present are skipped, and
-agents are merged by name, so importing a file twice adds nothing the second time.
+Export streams page by page (constant memory). Import reads the file three times: the first pass
+checks every line and every reference and writes nothing if anything is wrong; the second embeds,
+by this hive's model, the memories whose vectors are of another model (or absent), before any
+transaction opens; the last pass writes everything in **one** transaction, so a failure
+or a killed process part-way leaves nothing of the file. Memories go through the archive's one
+write path (``ArchiveService.memorize_many``: the same dedup as ``memorize``), in batches, and its
+``memory:created`` events are held until the commit (``EventBus.deferred``), then reach the UI and,
+on PostgreSQL, the other processes. Conversations already present are skipped and agents are
+merged by name, so importing a file twice adds nothing the second time.
 """
 
 from __future__ import annotations
@@ -30,18 +34,24 @@ from typing import Annotated, Any, Literal, TextIO
 import numpy as np
 import numpy.typing as npt
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from hivekeep.core.text import embedding_text, normalise_text, now_timestamp
+from hivekeep.core.text import (
+    check_not_future,
+    clean_text,
+    now_timestamp,
+    parse_timestamp,
+)
 from hivekeep.core.tokens import count_tokens
-from hivekeep.errors import NotFound, ProviderError, ValidationError
+from hivekeep.errors import NotFound, ValidationError
+from hivekeep.services.archive import ArchiveService
 from hivekeep.services.conversation import ConversationService
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.store.base import (
+    PERSON,
     AgentRecord,
     EmbeddingSpace,
     MemoryRecord,
-    MemoryWrite,
     NewMemory,
     Store,
     Vector,
@@ -68,15 +78,55 @@ FORMAT_VERSION = 1
 RECORD_SUMMARY_FIELDS = ("summary_ids", "merged_summary_ids")
 MEMORY_PAGE = 500  # memories read per store call on export
 MESSAGE_PAGE = 1000  # messages read per store call on export
-IMPORT_BATCH = 500  # memories embedded and inserted per transaction on import
+IMPORT_BATCH = 500  # memories embedded, and written through the archive, per call on import
 MAX_ERRORS = 10  # an invalid file reports this many problems, then stops looking
 
 Progress = Callable[[int, int], None]  # (lines done, lines in the file)
 
 # -- the line models -----------------------------------------------------------------------------
 
-Timestamp = Annotated[str, StringConstraints(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")]
+# The memorize tool's limits (tools.py), applied to imported memories too.
+MAX_CONTENT_CHARS = 2000
+MAX_SUBJECT_CHARS = 200
+MAX_SOURCE_CONTEXT_CHARS = 2000
+
+
+def _real_timestamp(value: str) -> str:
+    """The stored format is not enough: "2024-02-31T00:00:00.000000Z" must not get in."""
+    try:
+        parse_timestamp(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a real date and time") from None
+    return value
+
+
+def _not_future(value: str) -> str:
+    try:
+        return check_not_future(value)
+    except ValidationError as exc:
+        raise ValueError(str(exc).rstrip(".")) from None
+
+
+def _clean(value: str) -> str:
+    """Control characters as on every write (``clean_text``): NUL refused, the others dropped."""
+    try:
+        return clean_text(value, "text")
+    except ValidationError as exc:
+        raise ValueError(str(exc).rstrip(".")) from None
+
+
+Timestamp = Annotated[
+    str,
+    StringConstraints(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"),
+    AfterValidator(_real_timestamp),
+]
+CreatedAt = Annotated[Timestamp, AfterValidator(_not_future)]  # at most a day ahead of now
 Text = Annotated[str, StringConstraints(min_length=1)]
+Content = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CONTENT_CHARS),
+    AfterValidator(_clean),
+]
 
 
 class _Line(BaseModel):
@@ -117,7 +167,7 @@ class ProfileLine(_Line):
 
     type: Literal["profile"]
     agent: Text
-    text: str
+    text: Annotated[str, AfterValidator(_clean)]  # its budget is checked by the reader
     tokens: int | None = Field(default=None, ge=0)
     revision: int | None = Field(default=None, ge=0)
     last_rewrite_at: Timestamp | None = None
@@ -128,17 +178,32 @@ class ProfileLine(_Line):
 class MemoryLine(_Line):
     type: Literal["memory"]
     author: Text
-    content: Text
+    # the author was deleted: a shared memory kept under its name, owned by no agent (no agent
+    # line is needed, and a live agent of the same name does not become its owner)
+    author_deleted: bool = False
+    content: Content
     category: Category
-    subject: str | None = None
+    subject: (
+        Annotated[
+            str,
+            StringConstraints(min_length=1, max_length=MAX_SUBJECT_CHARS),
+            AfterValidator(_clean),
+        ]
+        | None
+    ) = None
     importance: int | None = Field(default=None, ge=1, le=10)
     scope: Scope = Scope.PRIVATE
     source: Source = Source.EXPLICIT
-    source_context: str | None = None
+    source_context: (
+        Annotated[
+            str, StringConstraints(max_length=MAX_SOURCE_CONTEXT_CHARS), AfterValidator(_clean)
+        ]
+        | None
+    ) = None
     source_message: str | None = None  # a message's key; dropped if that line is not in the file
     retrieval_count: int = Field(default=0, ge=0)
     last_retrieved_at: Timestamp | None = None
-    created_at: Timestamp
+    created_at: CreatedAt
     updated_at: Timestamp | None = None
     vector: str | None = None  # base64 of little-endian float32, the header's dimension
 
@@ -324,7 +389,7 @@ def export_jsonl(store: Store, out: TextIO, *, agent_id: int | None = None) -> E
     authors = {agent.id for agent in agents}  # not an agent created while this export runs
     while page := store.memories_with_vectors(agent_id, after_id=after, limit=MEMORY_PAGE):
         for memory, vector in page:
-            if memory.agent_id in authors:
+            if memory.agent_id in authors or memory.author_deleted:
                 _dump(out, _memory_line(memory, vector))
                 memories += 1
         after = page[-1][0].id
@@ -418,9 +483,11 @@ def _summary_line(s: SummaryRecord, conversation: str) -> dict[str, Any]:
 
 
 def _memory_line(m: MemoryRecord, vector: npt.NDArray[np.float32] | None) -> dict[str, Any]:
+    deleted = {"author_deleted": True} if m.author_deleted else {}
     return {
         "type": "memory",
         "author": m.author_name,
+        **deleted,
         "content": m.content,
         "category": m.category.value,
         "subject": m.subject,
@@ -574,6 +641,7 @@ class _Reader:
         self.header: HeaderLine | None = None
         self.lines = 0
         self.source_messages: set[str] = set()  # message keys that memories point at
+        self.profile_budget: int | None = None  # None: a profile of any size is accepted
 
     def items(self, errors: list[str] | None) -> Iterator[tuple[int, Item]]:
         """(line number, item) in file order. ``errors``: collect problems (up to MAX_ERRORS)
@@ -589,14 +657,14 @@ class _Reader:
                 raise ValidationError(f"Line {exc.line} of {self.path}: {exc}.")
             errors.append(f"line {exc.line}: {exc}")
 
-        with self.path.open(encoding="utf-8") as file:
-            for number, text in enumerate(file, start=1):
+        with self.path.open("rb") as file:
+            for number, raw in enumerate(file, start=1):
                 if errors is not None and len(errors) >= MAX_ERRORS:
                     break
-                if not text.strip():
+                if not raw.strip():
                     continue  # a blank line (e.g. an editor's last newline)
                 try:
-                    line = self._parse(number, text)
+                    line = self._parse(number, _decode(number, raw))
                     if isinstance(line, MessageLine | SummaryLine):
                         if block is None or line.conversation != block.conversation.key:
                             raise _LineError(
@@ -635,10 +703,14 @@ class _Reader:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise _LineError(number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise _LineError(number, "JSON nested too deeply to read") from None
         if not isinstance(data, dict):
             raise _LineError(number, "not a JSON object")
         try:
             line = _LINE.validate_python(data)
+        except RecursionError:
+            raise _LineError(number, "JSON nested too deeply to read") from None
         except pydantic.ValidationError as exc:
             kind = data.get("type")
             label = f" ({kind})" if isinstance(kind, str) and kind in TYPES else ""
@@ -686,13 +758,26 @@ class _Reader:
             if line.agent.lower() in profiles:
                 raise _LineError(number, f"agent {line.agent!r} has two profile lines")
             profiles.add(line.agent.lower())
+            if self.profile_budget is not None:
+                tokens = count_tokens(line.text)
+                if tokens > self.profile_budget:
+                    raise _LineError(
+                        number,
+                        f"the profile of {line.agent!r} has {tokens} tokens, over this hive's "
+                        f"budget of {self.profile_budget} (MEMORY_PROFILE_MAX_TOKENS); shorten "
+                        "it, raise the budget, or import with allow_over_budget "
+                        "(--allow-over-budget) to keep it whole",
+                    )
         elif isinstance(line, ConversationLine):
             known(line.agent)
             if line.key in conversation_keys:
                 raise _LineError(number, f"conversation key {line.key!r} is used twice")
             conversation_keys.add(line.key)
         elif isinstance(line, MemoryLine):
-            known(line.author)
+            if not line.author_deleted:
+                known(line.author)
+            elif line.scope is not Scope.SHARED:
+                raise _LineError(number, "a memory whose author was deleted must be shared")
             if line.vector is not None:
                 space = self.header.embedding if self.header else None
                 if space is None:
@@ -703,6 +788,17 @@ class _Reader:
                     raise _LineError(number, str(exc)) from None
             if line.source_message is not None:
                 self.source_messages.add(line.source_message)
+
+
+def _decode(number: int, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _LineError(
+            number,
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+            "an export is UTF-8 text",
+        ) from None
 
 
 def _check_agent(line: AgentLine, conversations: ConversationService) -> None:
@@ -756,16 +852,20 @@ class Importer:
         store: Store,
         embeddings: EmbeddingService,
         conversations: ConversationService,
-        dedup_threshold: float,
+        archive: ArchiveService,
+        *,
+        profile_budget: int | None = None,
     ) -> None:
         self.store = store
         self.embeddings = embeddings
         self.conversations = conversations
-        self.dedup_threshold = dedup_threshold
+        self.archive = archive  # the one write path: dedup, vectors, events
+        self.profile_budget = profile_budget  # a profile over it is refused unless allowed
 
-    def validate(self, path: str | Path) -> _Reader:
+    def validate(self, path: str | Path, *, allow_over_budget: bool = False) -> _Reader:
         """Check the whole file; raises ValidationError listing each problem by line."""
         reader = _Reader(Path(path), self.conversations)
+        reader.profile_budget = None if allow_over_budget else self.profile_budget
         errors: list[str] = []
         for _ in reader.items(errors):
             pass
@@ -782,19 +882,23 @@ class Importer:
         path: str | Path,
         *,
         replace_profiles: bool = False,
+        allow_over_budget: bool = False,
         progress: Progress | None = None,
     ) -> ImportReport:
-        reader = self.validate(path)
+        reader = self.validate(path, allow_over_budget=allow_over_budget)
         assert reader.header is not None  # validate() guarantees it
         header = reader.header.embedding
         space = self.embeddings.space
         reuse = header is not None and EmbeddingSpace(header.model, header.dimension) == space
         run = _Run(self, reader, reuse, replace_profiles)
-        for number, item in reader.items(None):
-            run.apply(item)
-            if progress is not None:
-                progress(number, reader.lines)
-        run.flush()
+        run.embed_all()  # before the transaction: the slow part, while nobody waits on us
+        # one transaction; its events are published only once it has committed
+        with self.archive.events.deferred(), self.store.transaction():
+            for number, item in reader.items(None):
+                run.apply(number, item)
+                if progress is not None:
+                    progress(number, reader.lines)
+            run.flush()
         run.report.lines = reader.lines
         return run.report
 
@@ -814,9 +918,10 @@ class _Run:
         self.agents: dict[str, int] = {}  # lower-case name -> id in this hive
         self.existing: dict[int, set[tuple[str, str]]] = {}  # agent id -> (created_at, title)
         self.messages: dict[str, int] = {}  # message key -> new id, for memories' source_message
-        self.batch: list[MemoryLine] = []
+        self.batch: list[tuple[int, MemoryLine]] = []  # (line number, memory)
+        self.fresh: dict[int, Vector | None] = {}  # line number -> this hive's vector (embed_all)
 
-    def apply(self, item: Item) -> None:
+    def apply(self, number: int, item: Item) -> None:
         if isinstance(item, AgentLine):
             self._agent(item)
         elif isinstance(item, ProfileLine):
@@ -824,9 +929,36 @@ class _Run:
         elif isinstance(item, _Block):
             self._conversation(item)
         elif isinstance(item, MemoryLine):
-            self.batch.append(item)
+            self.batch.append((number, item))
             if len(self.batch) >= IMPORT_BATCH:
                 self.flush()
+
+    def embed_all(self) -> None:
+        """Embed, with this hive's model, every memory whose exported vector cannot be reused.
+
+        Done before the writing pass opens its transaction, since writers elsewhere wait while
+        it is open. Holds one vector per such memory until the write (None where the embedder
+        failed: that memory is stored pending and backfilled later).
+        """
+        todo: list[tuple[int, MemoryLine]] = []
+        for number, item in self.reader.items(None):
+            if isinstance(item, MemoryLine) and not (self.reuse and item.vector):
+                todo.append((number, item))
+            if len(todo) >= IMPORT_BATCH:
+                self._embed(todo)
+                todo = []
+        self._embed(todo)
+
+    def _embed(self, lines: list[tuple[int, MemoryLine]]) -> None:
+        if not lines:
+            return
+        drafts = [  # embedding reads content and subject only
+            NewMemory(agent_id=0, content=m.content, category=m.category, subject=m.subject)
+            for _, m in lines
+        ]
+        vectors = self.importer.archive.embed(drafts)
+        for (number, _), vector in zip(lines, vectors, strict=True):
+            self.fresh[number] = vector
 
     def _agent(self, line: AgentLine) -> None:
         try:
@@ -891,45 +1023,34 @@ class _Run:
         self.report.summaries += len(restored.summary_ids)
 
     def flush(self) -> None:
-        """Embed what needs it, then insert the batch through the dedup path."""
+        """Write the batch through the archive's write path (dedup, events), with the export's
+        vectors where they are of this hive's model, else those ``embed_all`` made."""
         batch, self.batch = self.batch, []
         if not batch:
             return
         vectors: list[Vector | None] = [
-            decode_vector(m.vector, self.dimension) if self.reuse and m.vector else None
-            for m in batch
+            decode_vector(m.vector, self.dimension)
+            if self.reuse and m.vector
+            else self.fresh.pop(number, None)
+            for number, m in batch
         ]
-        missing = [i for i, vector in enumerate(vectors) if vector is None]
-        embedded: set[int] = set()
-        if missing:
-            try:
-                fresh = self.importer.embeddings.embed(
-                    [embedding_text(batch[i].content, batch[i].subject) for i in missing]
-                )
-            except ProviderError as exc:
-                log.warning("Embedding failed; %d memories kept as pending: %s", len(missing), exc)
-            else:
-                for i, vector in zip(missing, fresh, strict=True):
-                    vectors[i] = vector
-                embedded = set(missing)
-        writes = [
-            MemoryWrite(self._memory(m), vector, normalise_text(m.content))
-            for m, vector in zip(batch, vectors, strict=True)
-        ]
-        results = self.store.insert_memories(writes, dedup_threshold=self.importer.dedup_threshold)
-        for index, (_, duplicate) in enumerate(results):
-            if duplicate:
+        results = self.importer.archive.memorize_many(
+            [self._memory(m) for _, m in batch], vectors=vectors
+        )
+        for (_, m), vector, result in zip(batch, vectors, results, strict=True):
+            if result.duplicate:
                 self.report.memories_duplicate += 1
                 continue
             self.report.memories_imported += 1
-            if vectors[index] is None:
+            if vector is None:
                 self.report.memories_pending += 1
-            elif index in embedded:
+            elif not (self.reuse and m.vector):
                 self.report.memories_embedded += 1
 
     def _memory(self, m: MemoryLine) -> NewMemory:
         return NewMemory(
-            agent_id=self.agents[m.author.lower()],
+            agent_id=PERSON if m.author_deleted else self.agents[m.author.lower()],
+            author_name=m.author if m.author_deleted else None,
             content=m.content,
             category=m.category,
             subject=m.subject,
