@@ -58,3 +58,31 @@ def test_ids_are_unique_under_concurrent_publishers() -> None:
     for t in threads:
         t.join()
     assert sorted(e.id for e in seen) == list(range(1, 801))
+
+
+def test_deferred_events_are_published_when_the_block_ends() -> None:
+    bus = EventBus()
+    seen: list[str] = []
+    bus.subscribe(lambda e: seen.append(f"{e.type}:{e.data['n']}"))
+    with bus.deferred():
+        bus.publish("memory:created", 1, n=1)
+        with bus.deferred():  # nested: the outermost block decides
+            bus.publish("memory:created", 1, n=2)
+        other = threading.Thread(target=lambda: bus.publish("memory:deleted", 1, n=3))
+        other.start()
+        other.join()
+        assert seen == ["memory:deleted:3"]  # another thread's event is not held
+    assert seen == ["memory:deleted:3", "memory:created:1", "memory:created:2"]
+    assert [e.id for e in bus.since(0)] == [1, 2, 3]
+
+
+def test_deferred_events_are_dropped_when_the_block_raises() -> None:
+    bus = EventBus()
+    seen: list[Event] = []
+    bus.subscribe(seen.append)
+    with pytest.raises(KeyError), bus.deferred():
+        bus.publish("memory:created", 1, memory_id=7)
+        raise KeyError("rolled back")
+    assert seen == [] and bus.since(0) == []
+    bus.publish("memory:created", 1, memory_id=8)  # the bus is not left holding
+    assert [e.data for e in seen] == [{"memory_id": 8}]
