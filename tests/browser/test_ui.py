@@ -9,6 +9,7 @@ import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,3 +167,35 @@ def test_chat_streams_and_force_compact_shows_the_finished_card(page: Page) -> N
     page.get_by_label("keep percent").fill("30")
     page.get_by_role("button", name="Save settings").click()
     expect(page.locator(".result.ok")).to_contain_text("Saved")
+
+
+def test_deleting_an_agent_says_what_stays_and_a_person_may_remove_it(page: Page) -> None:
+    author = create_agent(page)
+    page.get_by_role("tab", name="Memory").click()
+    content = f"The {author} team meets on Thursdays"
+    page.get_by_text("Add a memory").click()
+    form = page.locator(".archive > details form.memory-form")
+    form.get_by_label("Content").fill(content)
+    form.get_by_label("Scope").select_option("shared")
+    form.get_by_role("button", name="Add memory").click()
+    expect(page.locator(".memories .content", has_text=content)).to_be_visible()
+
+    page.get_by_role("tab", name="Settings").click()
+    questions: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        questions.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", answer)
+    page.get_by_role("button", name="Delete agent").click()
+    expect(page.locator("#status")).to_contain_text("Kept 1 shared memory")
+    assert "Its shared memories stay" in questions[0] and author in questions[0]
+
+    create_agent(page)
+    page.get_by_role("tab", name="Memory").click()
+    item = page.locator(".memories .memory", has_text=content)
+    expect(item.get_by_text(f"shared by {author} (deleted)")).to_be_visible()
+    page.once("dialog", lambda dialog: dialog.accept())
+    item.get_by_role("button", name=re.compile("^Delete")).click()
+    expect(item).to_have_count(0)

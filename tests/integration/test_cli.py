@@ -146,6 +146,34 @@ def test_duplicate_or_invalid_agent_name_fails_with_the_message(hka: Hivekeep) -
     assert len(hka.json("agents")) == 1
 
 
+def test_agents_delete_says_what_goes_and_what_stays(hka: Hivekeep) -> None:
+    hka("agents create reader")
+    hka("memorize --agent assistant --scope shared --category fact", "Standup is at 10am.")
+    hka("memorize --agent assistant --category fact", "The user hums while thinking.")
+    kept = hka("agents delete assistant", input="n\n", code=1)
+    assert kept.stdout.startswith(
+        "Delete agent 'assistant'? This deletes its profile, 1 private memory and 0 "
+        "conversations (with their messages and summaries). Kept: its 1 shared memory, "
+        "recallable by every agent as shared by assistant (deleted). [y/N]: "
+    )
+    assert "Aborted" in kept.stderr
+    assert len(hka.json("agents")) == 2  # nothing deleted
+    gone = hka("agents delete assistant", input="y\n").stdout
+    assert gone.endswith(
+        "Deleted agent 'assistant': its profile, 1 private memory and 0 conversations. Kept 1 "
+        "shared memory, recallable by every agent as shared by assistant (deleted).\n"
+    )
+    recalled = hka("recall --agent reader", "standup").stdout
+    assert "shared by assistant (deleted)" in recalled
+    hka("agents create helper")
+    assert hka.json("agents delete helper --yes") == {
+        "name": "helper",
+        "private_memories": 0,
+        "shared_memories": 0,
+        "conversations": 0,
+    }
+
+
 def test_db_from_the_environment_or_from_any_level(tmp_path: Path) -> None:
     path = str(tmp_path / "from-env.db")
     run(["agents", "create", "first"], env={"HIVEKEEP_DB": path})
