@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from hivekeep import tools
 from hivekeep.core import profile as profile_doc
 from hivekeep.core.compaction import CompactionSettings
-from hivekeep.core.text import format_timestamp, parse_since
+from hivekeep.core.text import parse_created_at, parse_since
 from hivekeep.errors import ValidationError
 from hivekeep.services import review
 from hivekeep.services.archive import Memorized
@@ -37,11 +37,48 @@ if TYPE_CHECKING:
 
 
 def _created_at(value: str | datetime | None) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return format_timestamp(value)
-    return parse_since(str(value), name="created_at")
+    """A real date, at most a day ahead of now (``parse_created_at``); None means now."""
+    return None if value is None else parse_created_at(value)
+
+
+def memory_changes(
+    memory_id: int,
+    *,
+    content: str | _Keep = KEEP,
+    category: Category | str | _Keep = KEEP,
+    subject: str | _Keep | None = KEEP,
+    importance: int | _Keep | None = KEEP,
+    scope: Scope | str | _Keep = KEEP,
+) -> tuple[int, MemoryChanges]:
+    """``update_memory``'s arguments, checked as the tool checks them (``Agent.update_memory``,
+    ``Hive.update_memory``): the memory id and the changes."""
+    given = {
+        name: value
+        for name, value in (
+            ("content", content),
+            ("category", category),
+            ("subject", subject),
+            ("importance", importance),
+            ("scope", scope),
+        )
+        if value is not KEEP
+    }
+    if not given:
+        raise ValidationError(
+            "update_memory needs at least one of content, category, subject, scope, importance."
+        )
+    for required in ("content", "category", "scope"):
+        if required in given and given[required] is None:
+            raise ValidationError(f"update_memory cannot set '{required}' to null.")
+    args = tools.validate("update_memory", memory_id=memory_id, **given)
+    changes = MemoryChanges(
+        content=args.content if "content" in given else KEEP,
+        category=Category(args.category) if "category" in given else KEEP,
+        subject=args.subject if "subject" in given else KEEP,
+        importance=args.importance if "importance" in given else KEEP,
+        scope=Scope(args.scope) if "scope" in given else KEEP,
+    )
+    return args.memory_id, changes
 
 
 @dataclass(frozen=True)
@@ -174,33 +211,15 @@ class Agent:
         scope: Scope | str | _Keep = KEEP,
     ) -> MemoryRecord:
         """Change a memory this agent wrote; fields left as ``KEEP`` are unchanged."""
-        given = {
-            name: value
-            for name, value in (
-                ("content", content),
-                ("category", category),
-                ("subject", subject),
-                ("importance", importance),
-                ("scope", scope),
-            )
-            if value is not KEEP
-        }
-        if not given:
-            raise ValidationError(
-                "update_memory needs at least one of content, category, subject, scope, importance."
-            )
-        for required in ("content", "category", "scope"):
-            if required in given and given[required] is None:
-                raise ValidationError(f"update_memory cannot set '{required}' to null.")
-        args = tools.validate("update_memory", memory_id=memory_id, **given)
-        changes = MemoryChanges(
-            content=args.content if "content" in given else KEEP,
-            category=Category(args.category) if "category" in given else KEEP,
-            subject=args.subject if "subject" in given else KEEP,
-            importance=args.importance if "importance" in given else KEEP,
-            scope=Scope(args.scope) if "scope" in given else KEEP,
+        memory_id, changes = memory_changes(
+            memory_id,
+            content=content,
+            category=category,
+            subject=subject,
+            importance=importance,
+            scope=scope,
         )
-        return self._hive.archive.update(self.id, args.memory_id, changes)
+        return self._hive.archive.update(self.id, memory_id, changes)
 
     def forget(self, memory_id: int) -> None:
         """Delete a memory this agent wrote."""

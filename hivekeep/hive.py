@@ -9,7 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TextIO
 
-from hivekeep.agent import Agent
+from hivekeep.agent import Agent, memory_changes
 from hivekeep.config import Settings
 from hivekeep.errors import EmbedderMismatch, HivekeepError, NotFound, ValidationError
 from hivekeep.events import EventBus
@@ -27,10 +27,11 @@ from hivekeep.services.maintenance import MaintenanceOutcome, MaintenanceService
 from hivekeep.services.profile import ProfileService
 from hivekeep.services.recall import RecallService
 from hivekeep.services.transfer import ExportReport, Importer, ImportReport, export_jsonl
-from hivekeep.store.base import PERSON, AgentFootprint, Store
+from hivekeep.store.base import KEEP, PERSON, AgentFootprint, MemoryRecord, Store, _Keep
 from hivekeep.store.postgres import PostgresStore, is_postgres_url
 from hivekeep.store.postgres.relay import EventRelay
 from hivekeep.store.sqlite import SQLiteStore
+from hivekeep.types import Category
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +176,26 @@ class Hive:
         return self.store.delete_agent(self.get_agent(key).id)
 
     # the admin path: a person acting on the hive, not as any agent ------------------------------
+    def update_memory(
+        self,
+        memory_id: int,
+        *,
+        content: str | _Keep = KEEP,
+        category: Category | str | _Keep = KEEP,
+        subject: str | _Keep | None = KEEP,
+        importance: int | _Keep | None = KEEP,
+    ) -> MemoryRecord:
+        """Change a shared memory as a person, whoever wrote it (a deleted author's included);
+        re-embedded when its text changes, as ``Agent.update_memory``. Its scope stays shared:
+        only its author may make it private."""
+        memory_id, changes = memory_changes(
+            memory_id, content=content, category=category, subject=subject, importance=importance
+        )
+        try:
+            return self.archive.update(PERSON, memory_id, changes)
+        except NotFound:
+            raise NotFound(f"No shared memory with id {memory_id}.") from None
+
     def forget_memory(self, memory_id: int) -> None:
         """Delete a shared memory as a person (the web UI's delete button, ``DELETE
         /api/memories/{id}``), whoever wrote it: the only way to remove a deleted author's shared

@@ -156,3 +156,33 @@ def test_bad_settings_are_clear_errors(monkeypatch) -> None:
     monkeypatch.setenv("MEMORY_RRF_K", "zero")
     with pytest.raises(ValidationError, match="MEMORY_RRF_K"):
         Settings.from_env()
+
+
+def test_a_person_changes_or_forgets_shared_memories_through_the_hive(table_hive: Hive) -> None:
+    """The admin path: shared memories only, a deleted author's included; never a private one."""
+    alice, bob = table_hive.create_agent("alice"), table_hive.create_agent("bob")
+    shared = alice.memorize("The office closes at 6pm", category="fact", scope="shared").memory
+    private = bob.memorize("Bob's own reminder", category="fact").memory
+    assert table_hive.delete_agent("alice").shared_memories == 1
+    with pytest.raises(NotFound, match="belongs to this agent"):
+        bob.update_memory(shared.id, content="The office closes at 5pm")
+    changed = table_hive.update_memory(shared.id, content="The office closes at 7pm", importance=4)
+    assert (changed.content, changed.importance, changed.author_name) == (
+        "The office closes at 7pm",
+        4,
+        "alice",
+    )
+    assert changed.author_deleted and changed.embedding_state is EmbeddingState.READY
+    assert [h.memory.id for h in bob.recall("office closes 7pm").hits][:1] == [shared.id]
+    for act in (
+        lambda: table_hive.update_memory(private.id, content="taken"),
+        lambda: table_hive.forget_memory(private.id),
+    ):
+        with pytest.raises(NotFound, match="No shared memory"):
+            act()
+    with pytest.raises(ValidationError):
+        table_hive.update_memory(shared.id)  # nothing to change
+    table_hive.forget_memory(shared.id)
+    assert [m.id for m in bob.list_memories().memories] == [private.id]
+    with pytest.raises(NotFound):
+        table_hive.forget_memory(shared.id)
