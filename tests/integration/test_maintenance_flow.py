@@ -87,6 +87,19 @@ def test_adds_go_through_dedup(hive: Hive, agent: Agent, llm: ScriptedLLM) -> No
     assert result.memories_added == 0 and len(own_memories(agent)) == 1
 
 
+def test_an_extracted_changed_fact_is_kept_beside_the_old_one(
+    hive: Hive, agent: Agent, llm: ScriptedLLM
+) -> None:
+    """A near copy that changes a fact (a new name here) is added, not merged away."""
+    archive = [{"op": "add", "content": "Ann's sister is called Ava", "category": "fact"}]
+    result = compact_with(hive, agent, llm, maintenance_reply(archive, None))
+    assert result.memories_added == 1
+    assert sorted(own_memories(agent)) == [
+        "Ann's sister is called Ava",
+        "Ann's sister is called Eva",
+    ]
+
+
 @pytest.mark.parametrize(
     ("reply", "memories", "profile_kept"),
     [
