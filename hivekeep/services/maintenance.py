@@ -26,7 +26,7 @@ from hivekeep.types import Scope, Source
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 5  # after this many failures a batch stays 'failed' (visible) until retried by hand
-KNOWN_POOL = 1000  # newest own memories considered for the bounded index shown to the model
+KNOWN_POOL = 1000  # newest own memories (only own: see _own_memories) the index is chosen from
 MAX_OUTPUT_TOKENS = 4096
 BATCH_SHARE = 0.5  # of the model's window that one call's batch of summaries may fill
 
@@ -110,11 +110,19 @@ class MaintenanceService:
         return MaintenanceOutcome(ids, "done", added, updated, rewrite.updated, None, tuple(notes))
 
     def _own_memories(self, agent_id: int) -> list[m.KnownMemory]:
-        records, _ = self.store.list_memories(agent_id, MemoryFilter(), KNOWN_POOL, 0)
+        """The pool the known memories are chosen from: the agent's own newest ``KNOWN_POOL``.
+
+        The rule: the agent's own memories, private and shared, get the whole pool, and other
+        agents' shared memories never take a place in it, however many there are. The model may
+        only update what the agent owns (updates are owner-only), and what it re-extracts from
+        others' shared memories is caught by the write path's dedup; if shared memories could
+        fill the pool, the model would not see the agent's own and would extract them again.
+        """
+        own = MemoryFilter(own=True)
+        records, _ = self.store.list_memories(agent_id, own, KNOWN_POOL, 0)
         return [
             m.KnownMemory(r.id, r.content, r.category.value, r.subject, r.created_at)
             for r in records
-            if r.agent_id == agent_id  # updates are owner-only: show only what it may change
         ]
 
     def _apply(

@@ -155,6 +155,7 @@ class MemoryFilter:
     category: Category | None = None
     since: str | None = None  # stored-format timestamp; memories created at or after it
     scope: Scope | None = None  # listings only: "shared" lists every agent's shared memories
+    own: bool = False  # listings only: just the viewer's own memories (private and shared)
 
 
 @dataclass(frozen=True)

@@ -736,3 +736,16 @@ def test_a_deleted_authors_shared_memory_can_be_restored(store: Store, agents) -
             text_key="other",
             dedup_threshold=0.9,
         )
+
+
+def test_own_filter_lists_only_the_viewers_memories(store: Store, agents: tuple[int, int]) -> None:
+    alice, bob = agents
+    mine = {
+        put(store, alice, "alice private note"),
+        put(store, alice, "alice shared note", scope=Scope.SHARED),
+    }
+    put(store, bob, "bob shared note", scope=Scope.SHARED)
+    put(store, bob, "bob private note")
+    records, total = store.list_memories(alice, MemoryFilter(own=True), 10, 0)
+    assert {r.id for r in records} == mine and total == 2
+    assert store.list_memories(alice, NO_FILTER, 10, 0)[1] == 3  # bob's shared one is visible

@@ -794,6 +794,8 @@ def _filter_sql(viewer_id: int, filters: MemoryFilter) -> tuple[str, dict[str, A
         clauses = ["m.agent_id = %(viewer)s AND m.scope = 'private'"]
     else:
         clauses = ["(m.agent_id = %(viewer)s OR m.scope = 'shared')"]
+    if filters.own:
+        clauses.append("m.agent_id = %(viewer)s")
     params: dict[str, Any] = {"viewer": viewer_id}
     if filters.category is not None:
         clauses.append("m.category = %(category)s")

@@ -376,6 +376,8 @@ class SQLiteStore(ConversationRows):
             visibility = "m.agent_id = :viewer AND m.scope = 'private'"
         else:
             visibility = "(m.agent_id = :viewer OR m.scope = 'shared')"
+        if filters.own:
+            visibility += " AND m.agent_id = :viewer"
         clauses, params = filter_clauses(
             filters, subject_column="lower(trim(m.subject))", prefix="m."
         )
