@@ -22,6 +22,7 @@ figures behind the thresholds are in docs/benchmarks.md ("Dedup").
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 import unicodedata
@@ -46,6 +47,7 @@ class Kind(Enum):
     WORD = "word"  # an ordinary content word: may be forgiven as a synonym
     NEGATION = "negation"
     MARKER = "marker"  # tense / modality
+    STOP = "stop"  # a stop word: ignored, but it separates the names and numbers around it
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,7 @@ _CURRENCIES = {
 # naming verbs are one closed class that a word embedding cannot tell from antonyms at a safe
 # threshold (measured with MiniLM: "named"/"called" 0.55, "husband"/"wife" 0.87)
 _EQUIVALENT_KEYS = {"call": "nam"}
+_NAMING = _words("called named")
 _NEGATING_PREFIXES = ("dis", "un", "non", "in", "im")
 
 _CONTRACTIONS = tuple(
@@ -187,15 +190,27 @@ def tokens(text: str) -> list[Token]:
             word += following  # "10 am" is "10am"
             index += 1
         found.extend(_classify(word, word in capitals, following))
-        if found and found[-1].kind is Kind.WORD and _is_past(word, raw[max(0, index - 2) : index]):
+        if (
+            found
+            and found[-1].kind in (Kind.WORD, Kind.ENTITY)
+            and _is_past(word, raw[max(0, index - 2) : index])
+        ):
             found.append(Token("past", word, Kind.MARKER))
         index += 1
     return found
 
 
+_CONTENT = (Kind.ENTITY, Kind.FUNCTION, Kind.WORD)
+
+
 def _is_past(word: str, before: list[str]) -> bool:
     """A verb in the past tense ("worked" after "works"), not a participle ("is called")."""
-    return len(word) >= 5 and word.endswith("ed") and not _AUXILIARIES.intersection(before)
+    return (
+        len(word) >= 5
+        and word.endswith("ed")
+        and word not in _NAMING  # "a dog called Rex": a participle
+        and not _AUXILIARIES.intersection(before)
+    )
 
 
 def _is_capitalised(word: str) -> bool:
@@ -204,7 +219,7 @@ def _is_capitalised(word: str) -> bool:
 
 def _classify(word: str, capitalised: bool, following: str) -> list[Token]:
     if word in _STOPWORDS:
-        return []
+        return [Token(word, word, Kind.STOP)]
     if word in _NEGATIONS:
         return [Token("not", word, Kind.NEGATION)]
     if (word == "used" and following == "to") or (word in _MARKERS and word != "may"):
@@ -289,7 +304,9 @@ class _Text:
     keys: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "keys", frozenset(t.key for t in self.tokens))
+        object.__setattr__(
+            self, "keys", frozenset(t.key for t in self.tokens if t.kind is not Kind.STOP)
+        )
 
 
 def _expand_negating_prefixes(tokens_: list[Token], other_keys: frozenset[str]) -> list[Token]:
@@ -313,7 +330,7 @@ def _expand_negating_prefixes(tokens_: list[Token], other_keys: frozenset[str]) 
 def _relations(tokens_: list[Token]) -> set[tuple[str, str, str]]:
     """(left, relation, right) around each relation word, by the nearest content tokens."""
     found: set[tuple[str, str, str]] = set()
-    content = [t for t in tokens_ if t.kind is not Kind.NEGATION and t.kind is not Kind.MARKER]
+    content = [t for t in tokens_ if t.kind in _CONTENT]
     for index, token in enumerate(content):
         if token.key in _RELATIONS:
             left = next((t.key for t in reversed(content[:index]) if t.key not in _RELATIONS), "")
@@ -322,9 +339,47 @@ def _relations(tokens_: list[Token]) -> set[tuple[str, str, str]]:
     return found
 
 
-def _is_subsequence(items: list[str], sequence: list[str]) -> bool:
-    remaining = iter(sequence)
-    return all(item in remaining for item in items)
+def _reordered(new: list[Token], old: _Text) -> bool:
+    """Numbers, and names, out of their old order: "Anna and Tom are 30 and 28" is not "... 28
+    and 30", "Anna, Tom's sister" is not "Tom, Anna's sister" (dates may move: "3 June" is "June
+    3", "On Monday X" is "X on Monday")."""
+    for group in (_is_number, _is_name):
+        keys = [t.key for t in new if t.kind is Kind.ENTITY and group(t.key) and t.key in old.keys]
+        remaining = iter(t.key for t in old.tokens if t.key in keys)
+        if not all(key in remaining for key in keys):
+            return True
+    return False
+
+
+def _is_number(key: str) -> bool:
+    return any(ch.isdigit() for ch in key)
+
+
+def _is_name(key: str) -> bool:
+    return not _is_number(key) and key not in _WEEKDAYS and key not in _MONTHS
+
+
+def _swapped_around(new: list[Token], old: list[Token]) -> bool:
+    """Two words that changed sides of a third: "the landlord owes the user" against "the user
+    owes the landlord" (a rotation, "On Monday X" against "X on Monday", is not a swap).
+
+    True when the shared words, read in the new order, hold a decreasing run of three old
+    positions (a longest-decreasing-subsequence test, O(n log n)).
+    """
+    new_keys = [t.key for t in new if t.kind in _CONTENT]
+    old_keys = [t.key for t in old if t.kind in _CONTENT]
+    once = {k for k in new_keys if new_keys.count(k) == 1 and old_keys.count(k) == 1}
+    where = {k: i for i, k in enumerate(old_keys) if k in once}
+    tails: list[int] = []  # patience sorting of the negated positions (increasing runs)
+    for position in (-where[k] for k in new_keys if k in once):
+        slot = bisect.bisect_left(tails, position)
+        if slot == len(tails):
+            tails.append(position)
+        else:
+            tails[slot] = position
+        if len(tails) >= 3:
+            return True
+    return False
 
 
 def _morphological_contrast(a: str, b: str) -> bool:
@@ -360,11 +415,9 @@ def additions(new: str, existing: str, words: WordSimilarity | None = None) -> l
             t.key for t in old.tokens if t.kind is kind
         ):
             reasons.append(label)
-    content = (Kind.ENTITY, Kind.FUNCTION, Kind.WORD)
-    missing = [t for t in fresh.tokens if t.kind in content and t.key not in old.keys]
+    missing = [t for t in fresh.tokens if t.kind in _CONTENT and t.key not in old.keys]
     reasons += [t.surface for t in missing if t.kind is not Kind.WORD]
-    entities = [t.key for t in fresh.tokens if t.kind is Kind.ENTITY and t.key in old.keys]
-    if not _is_subsequence(entities, [t.key for t in old.tokens if t.kind in content]):
+    if _reordered(fresh.tokens, old) or _swapped_around(fresh.tokens, old.tokens):
         reasons.append("order")
     if reasons:
         return sorted(set(reasons))

@@ -53,6 +53,10 @@ CHANGED = [
     ("The release is version 2.3.", "The release is version 2.4."),
     ("The user sleeps 7 hours a night.", "The user sleeps seven and a half hours a night."),
     ("The API limit is 100 requests per minute.", "The API limit is 100 requests per second."),
+    ("The landlord owes the user money.", "The user owes the landlord money."),
+    ("Tom is 30, Anna is 28.", "Tom is 28, Anna is 30."),
+    ("Anna and Tom are 30 and 28.", "Anna and Tom are 28 and 30."),
+    ("The user's cat chased the neighbour's dog.", "The user's dog chased the neighbour's cat."),
 ]
 
 # (existing, new): the new text adds nothing, so it may merge
@@ -75,6 +79,11 @@ RESTATED = [
     ),
     ("The user doesn't eat meat.", "The user does not eat meat."),
     ("The user likes hiking in the Alps.", "The user likes hiking in the Alps"),
+    ("On Monday the user meets Anna.", "The user meets Anna on Monday."),
+    ("The project deadline is Friday.", "The deadline of the project is Friday."),
+    ("The user's manager is Priya.", "Priya is the user's manager."),
+    ("The user's dog is called Rex.", "The user has a dog called Rex."),
+    ("The flight is on 3 June 2025.", "The flight is on June 3, 2025."),
 ]
 
 
@@ -92,7 +101,7 @@ def test_additions_name_what_is_new() -> None:
     assert additions("Standup is at 11am.", "Standup is at 10am.") == ["11am"]
     assert additions("The user is not vegan.", "The user is vegan.") == ["negation"]
     assert additions("The user prefers coffee over tea.", "The user prefers tea over coffee.") == [
-        "relation"
+        "order"
     ]
 
 
