@@ -7,6 +7,7 @@ then to the seed's default; an explicit environment variable or argument always 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -20,7 +21,7 @@ from hivekeep.providers.base import RecallDefaults
 class Setting:
     env: str
     field: str
-    parse: Callable[[str], Any]
+    parse: Callable[[Any], Any]  # the text of an environment variable (or a tuple: lists)
     default: Any
     help: str
 
@@ -57,6 +58,22 @@ def _non_negative_float(value: str) -> float:
     if number < 0:
         raise ValueError("must be >= 0")
     return number
+
+
+_HOST_NAME = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?$")
+
+
+def _host_list(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    """Comma-separated host names, each ``name`` or ``name:port`` (no scheme, no path)."""
+    items = value.split(",") if isinstance(value, str) else value
+    hosts = tuple(item.strip().lower() for item in items if item.strip())
+    for host in hosts:
+        if not _HOST_NAME.match(host):
+            raise ValueError(
+                f"{host!r} is not a host name such as 'memory.example.com' or "
+                "'memory.example.com:8765' (no scheme, no path)"
+            )
+    return hosts
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -180,6 +197,14 @@ SETTINGS: tuple[Setting, ...] = (
         20.0,
         "Summaries filling more than this share of the window also trigger the merge.",
     ),
+    Setting(
+        "HIVEKEEP_ALLOWED_HOSTS",
+        "allowed_hosts",
+        _host_list,
+        (),
+        "Comma-separated public names (host or host:port) that `hivekeep serve` answers to, "
+        "besides 127.0.0.1, localhost, [::1] and --host; needs HIVEKEEP_API_TOKEN.",
+    ),
 )
 
 SEED_RECALL = RecallDefaults(similarity_floor=0.5, rrf_k=60, fts_weight=0.5, feedback_weight=0.0)
@@ -205,9 +230,34 @@ class Settings:
     compacting_keep_percent: float = 40.0
     compacting_max_summaries: int = 10
     compacting_summary_budget_percent: float = 20.0
+    allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for setting in SETTINGS:  # built in Python or from the environment: the same rules
+            self._check(setting)
         self.compaction()  # the compaction numbers must agree with each other
+
+    def _check(self, setting: Setting) -> None:
+        """``setting``'s value passes its parser and has the parser's type (no "10" for 10)."""
+        value = getattr(self, setting.field)
+        if value is None and setting.default is None:
+            return
+        try:
+            if value is None or isinstance(value, bool):
+                raise ValueError("not a value of this setting's type")
+            listed = isinstance(value, tuple | list)
+            parsed = setting.parse(tuple(value) if listed else str(value))
+            if isinstance(parsed, str) != isinstance(value, str) or (
+                isinstance(parsed, tuple) != listed
+            ):
+                raise ValueError(f"expected {type(parsed).__name__}")
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(
+                f"Setting {setting.field} ({setting.env}) has value {value!r}, which is not "
+                f"valid ({exc}). {setting.help}"
+            ) from None
+        if listed:
+            object.__setattr__(self, setting.field, parsed)  # a list becomes the tuple
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -47,6 +47,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
         "COMPACTING_KEEP_PERCENT",
         "COMPACTING_MAX_SUMMARIES",
         "COMPACTING_SUMMARY_BUDGET_PERCENT",
+        "HIVEKEEP_ALLOWED_HOSTS",
     ):
         monkeypatch.delenv(name, raising=False)
 

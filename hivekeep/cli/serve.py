@@ -67,9 +67,20 @@ def serve(host: str, port: int, db: str) -> None:
             f"change every agent's memory. Set {TOKEN_ENV} to a long random secret (clients send "
             f"'Authorization: Bearer <token>'), or listen on 127.0.0.1."
         )
-    from hivekeep.server.runner import run_server  # here: other commands skip the web stack
+    # here, not at the top: other commands skip the web stack
+    from hivekeep.server.auth import token_problem
+    from hivekeep.server.runner import run_server
+
+    problem = token_problem(token) if token is not None else None
+    if problem is not None:
+        raise click.ClickException(problem)
 
     with open_hive(db) as hive:
+        if hive.settings.allowed_hosts and token is None:
+            raise click.ClickException(
+                f"HIVEKEEP_ALLOWED_HOSTS ({', '.join(hive.settings.allowed_hosts)}) lets other "
+                f"names reach this server, so it needs a token: set {TOKEN_ENV} too."
+            )
         url = _url(host, port)
         auth = f"bearer token from {TOKEN_ENV}" if token else "none (loopback only)"
         click.echo(f"hivekeep: serving {hive.path} at {url} (docs: {url}/docs; auth: {auth})")

@@ -56,8 +56,13 @@ def export(agent_key: str | None, output: Path | None, db: str) -> None:
     is_flag=True,
     help="Overwrite existing non-empty profiles with the file's (default: keep them).",
 )
+@click.option(
+    "--allow-over-budget",
+    is_flag=True,
+    help="Import a profile over this hive's token budget whole (default: refuse the file).",
+)
 @db_option
-def import_(file: Path, replace_profiles: bool, db: str) -> None:
+def import_(file: Path, replace_profiles: bool, allow_over_budget: bool, db: str) -> None:
     """Merge an export file (from `hivekeep export`) into the hive.
 
     The whole file is checked first; if any line is invalid, nothing is written and each problem
@@ -72,7 +77,10 @@ def import_(file: Path, replace_profiles: bool, db: str) -> None:
     """
     with open_hive(db) as hive, ExitStack() as stack:
         report = hive.import_(
-            file, replace_profiles=replace_profiles, progress=ProgressBar(stack, "Importing")
+            file,
+            replace_profiles=replace_profiles,
+            allow_over_budget=allow_over_budget,
+            progress=ProgressBar(stack, "Importing"),
         )
     for line in _imported(report):
         click.echo(line)

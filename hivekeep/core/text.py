@@ -1,16 +1,49 @@
-"""Text keys used by the archive: exact-duplicate keys, embedding input, timestamps."""
+"""Text keys used by the archive: exact-duplicate keys, embedding input, timestamps, and the
+control-character rule of every stored text."""
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from hivekeep.errors import ValidationError
+
+log = logging.getLogger(__name__)
 
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+# C0 and C1 control characters and DEL, except tab (\x09) and newline (\x0a); NUL is refused.
+_CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f-\x9f]")
+MAX_FUTURE = timedelta(days=1)  # a created_at further ahead of now than this is refused
+
+
+def clean_text(text: str, name: str = "content") -> str:
+    """``text`` without control characters (C0, DEL, C1) but tab and newline; NUL is an error.
+
+    Applied where text is written, so what an agent, an LLM or an import wrote can never carry
+    terminal escape sequences (``\\x1b[31m``) into a later reader's terminal.
+
+    >>> clean_text("red \\x1b[31malert\\x1b[0m\\r\\n")
+    'red [31malert[0m\\n'
+    """
+    if "\x00" in text:
+        raise ValidationError(
+            f"'{name}' contains a NUL character (\\u0000), which hivekeep does not store. "
+            "Remove it and send the text again."
+        )
+    return _CONTROL.sub("", text)
+
+
+def safe_for_terminal(text: str) -> str:
+    """``text`` with every control character but newline and tab shown as a visible escape.
+
+    >>> safe_for_terminal("a\\x1b[2Jb")
+    'a\\\\x1b[2Jb'
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text.replace("\x00", "\\x00"))
 
 
 def normalise_text(content: str) -> str:
@@ -60,13 +93,49 @@ def parse_since(value: str, name: str = "since") -> str:
         ) from None
 
 
+def check_not_future(stamp: str, name: str = "created_at", now: datetime | None = None) -> str:
+    """``stamp`` (stored format) unless it is more than ``MAX_FUTURE`` ahead of ``now``.
+
+    A memory cannot have been created tomorrow; a far-future date would also sort it first for
+    ever among equally relevant memories.
+    """
+    limit = (now or datetime.now(UTC)) + MAX_FUTURE
+    if stamp > format_timestamp(limit):
+        raise ValidationError(
+            f"'{name}' has value {stamp!r}, more than a day ahead of now ({format_timestamp(limit)}"
+            " is the latest accepted). Give the date the remembered thing happened."
+        )
+    return stamp
+
+
+def parse_created_at(value: str | datetime, now: datetime | None = None) -> str:
+    """A memory's creation time from an ISO date/datetime (or a datetime): real, not far ahead."""
+    if isinstance(value, datetime):
+        try:
+            stamp = format_timestamp(value)
+        except (ValueError, OverflowError):
+            raise ValidationError(f"'created_at' has value {value!r}, out of range.") from None
+    else:
+        stamp = parse_since(str(value), name="created_at")
+    return check_not_future(stamp, now=now)
+
+
 def parse_timestamp(value: str) -> datetime:
     return datetime.strptime(value, TIMESTAMP_FORMAT).replace(tzinfo=UTC)
 
 
 def age(created_at: str, now: datetime | None = None) -> str:
-    """A short human age such as "just now", "5m ago", "3d ago", "2y ago"."""
-    seconds = ((now or datetime.now(UTC)) - parse_timestamp(created_at)).total_seconds()
+    """A short human age such as "just now", "5m ago", "3d ago", "2y ago".
+
+    A stored value that is not a real timestamp (an old import let "2024-02-31" in) reads as
+    "unknown age", with a warning in the log, so one bad row cannot break every listing.
+    """
+    try:
+        moment = parse_timestamp(created_at)
+    except (TypeError, ValueError):
+        log.warning("A memory has an invalid stored timestamp %r; shown as unknown", created_at)
+        return "unknown age"
+    seconds = ((now or datetime.now(UTC)) - moment).total_seconds()
     if seconds < 60:
         return "just now"
     for unit, size in (("y", 31_536_000), ("mo", 2_592_000), ("d", 86_400), ("h", 3_600)):

@@ -8,6 +8,7 @@ called from arbitrary web origins.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib.metadata import version
 
 from fastapi import APIRouter, Depends, FastAPI
@@ -16,6 +17,7 @@ from hivekeep.hive import Hive
 from hivekeep.server.auth import bearer_auth
 from hivekeep.server.errors import ERROR_RESPONSES, install_error_handlers
 from hivekeep.server.events import HEARTBEAT_S, EventStreams
+from hivekeep.server.guard import AllowedHost, RequestGuard, allowed_hosts
 from hivekeep.server.limits import BodyLimit
 from hivekeep.server.routes import ROUTERS
 from hivekeep.server.schemas import Health
@@ -26,15 +28,25 @@ profile, the seven memory tools, and live events (SSE).
 
 Errors are JSON: `{"error": {"code": "not_found", "message": "..."}}`; a request body over 1 MiB
 is refused with 413 `body_too_large`. With a server token (`HIVEKEEP_API_TOKEN`), every `/api`
-route except `/api/health` needs `Authorization: Bearer <token>`."""
+route except `/api/health` needs `Authorization: Bearer <token>`.
+
+A request for another host name is refused with 421 `misdirected_request` (DNS rebinding); a
+POST, PUT, PATCH or DELETE from another site's page with 403 `cross_site_request`; a body that is
+not `application/json` on those methods with 415 `unsupported_media_type`."""
 
 
 def create_app(
-    hive: Hive, *, token: str | None = None, heartbeat_s: float = HEARTBEAT_S
+    hive: Hive,
+    *,
+    token: str | None = None,
+    heartbeat_s: float = HEARTBEAT_S,
+    hosts: Iterable[AllowedHost] | None = None,
 ) -> FastAPI:
     """The API over ``hive``; with ``token``, /api routes (but health) need it as a bearer token.
 
-    The caller keeps ownership of ``hive`` (opens and closes it around the server's life).
+    ``hosts``: the Host names answered (``guard.allowed_hosts``); by default 127.0.0.1,
+    localhost and [::1] on any port, plus the hive's ``allowed_hosts`` setting. The caller keeps
+    ownership of ``hive`` (opens and closes it around the server's life).
     """
     app = FastAPI(
         title="hivekeep",
@@ -48,6 +60,9 @@ def create_app(
     app.state.event_streams = EventStreams()  # ``close_all()`` when the server stops
     install_error_handlers(app)
     app.add_middleware(BodyLimit)  # 413 for a body over 1 MiB, before any route reads it
+    if hosts is None:
+        hosts = allowed_hosts(None, extra=hive.settings.allowed_hosts)
+    app.add_middleware(RequestGuard, hosts=hosts)  # 421 / 403 / 415, before anything else
 
     @app.get("/api/health", tags=["health"])
     def health() -> Health:

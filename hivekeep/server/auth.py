@@ -20,10 +20,36 @@ _bearer = HTTPBearer(
 )
 
 
+MIN_TOKEN_CHARS = 16
+
+
+def token_problem(secret: str) -> str | None:
+    """Why ``secret`` cannot protect a server, or None.
+
+    Refused at start rather than failing every request later: a header is read as latin-1, so a
+    non-ASCII token could never match, and a short one could be guessed.
+    """
+    if not secret.strip():
+        return "An API token must not be empty."
+    if not secret.isascii() or not secret.isprintable():
+        return (
+            "The API token (HIVEKEEP_API_TOKEN) must be printable ASCII: an HTTP header cannot "
+            "carry other characters reliably, so no client could ever match it. Use e.g. "
+            "`openssl rand -hex 32`."
+        )
+    if len(secret) < MIN_TOKEN_CHARS:
+        return (
+            f"The API token (HIVEKEEP_API_TOKEN) has {len(secret)} characters; use at least "
+            f"{MIN_TOKEN_CHARS}, e.g. `openssl rand -hex 32`."
+        )
+    return None
+
+
 def bearer_auth(token: str) -> Callable[[HTTPAuthorizationCredentials | None], None]:
     """A dependency that refuses (401) any request not bearing ``token``."""
-    if not token.strip():
-        raise ValueError("An API token must not be empty.")
+    problem = token_problem(token)
+    if problem is not None:
+        raise ValueError(problem)
     expected = token.encode()
 
     def require_token(

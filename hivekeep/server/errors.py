@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 # Checked in order, so a subclass (BudgetError) comes before its parent (ValidationError).
 LIBRARY_ERRORS: tuple[tuple[type[HivekeepError], int, str], ...] = (
-    (BudgetError, 413, "over_budget"),
+    (BudgetError, 422, "over_budget"),  # 413 is only for a body over the size limit
     (LLMNotConfigured, 422, "llm_not_configured"),  # the server has no model: say what to set
     (ValidationError, 422, "validation_error"),
     (NotFound, 404, "not_found"),
@@ -51,6 +51,7 @@ HTTP_CODES = {
     406: "not_acceptable",
     413: "too_large",
     415: "unsupported_media_type",
+    421: "misdirected_request",
     422: "validation_error",
 }
 MAX_PROBLEMS = 5  # a message names the first few problems; ``details`` lists them all

@@ -16,6 +16,7 @@ import uvicorn
 from hivekeep.hive import Hive
 from hivekeep.server.app import create_app
 from hivekeep.server.events import EventStreams
+from hivekeep.server.guard import allowed_hosts
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,8 @@ def run_server(hive: Hive, *, host: str, port: int, token: str | None = None) ->
     The deferred start-up upkeep (bootstrap, maintenance left pending by a crash or an outage)
     runs in the background when a model is configured, so the server answers at once.
     """
-    app = create_app(hive, token=token)
+    hosts = allowed_hosts(port or None, bind_host=host, extra=hive.settings.allowed_hosts)
+    app = create_app(hive, token=token, hosts=hosts)
     if hive.llms.configured:
         threading.Thread(target=_resume, args=(hive,), name="hivekeep-resume", daemon=True).start()
     config = uvicorn.Config(

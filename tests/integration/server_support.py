@@ -23,6 +23,7 @@ START_TIMEOUT_S = 60.0
 # Settings a developer's shell may hold that would change what the server does.
 SCRUBBED_ENV = (
     "HIVEKEEP_API_TOKEN",
+    "HIVEKEEP_ALLOWED_HOSTS",
     "HIVEKEEP_DB",
     "HIVEKEEP_AGENT",
     "HIVEKEEP_EMBEDDINGS",

@@ -375,7 +375,7 @@ def test_profile_read_replace_conflict_and_budget(api: httpx.Client, agent: dict
     stale = api.put(base, json={"text": "## User\n- stale\n", "expected_revision": 0})
     assert "revision" in error(stale, 409, "conflict")
     huge = "## Notes\n" + "".join(f"- note number {i} about something\n" for i in range(600))
-    assert "budget" in error(api.put(base, json={"text": huge}), 413, "over_budget")
+    assert "budget" in error(api.put(base, json={"text": huge}), 422, "over_budget")
     assert api.get(base).json()["revision"] == 1
 
     error(api.put(base, json={"text": "x", "expected_revision": -1}), 422, "validation_error")
@@ -585,7 +585,7 @@ def test_unexpected_errors_are_500_without_internals(hive: Hive) -> None:
         raise RuntimeError("secret internals at /etc/hivekeep")
 
     app.add_api_route("/api/explode", explode)
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
         response = client.get("/api/explode")
     assert "log" in error(response, 500, "internal_error")
     assert "secret" not in response.text
