@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -20,6 +21,7 @@ import click
 from click.core import ParameterSource
 
 from hivekeep import Agent, Hive, HivekeepError, Settings
+from hivekeep.core.text import safe_for_terminal
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -108,8 +110,18 @@ def json_option(command: F) -> F:
     )
 
 
+_C1 = re.compile("[\x7f-\x9f]")  # json.dumps escapes C0 controls, not these
+
+
 def echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    click.echo(_C1.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text))
+
+
+def echo(text: str = "", **options: Any) -> None:
+    """``click.echo`` for text that hivekeep did not write (memories, profiles, replies, roles):
+    control characters are printed as visible escapes, never sent to the terminal."""
+    click.echo(safe_for_terminal(text), **options)
 
 
 @contextmanager

@@ -7,7 +7,7 @@ from dataclasses import asdict
 import click
 
 from hivekeep import Agent
-from hivekeep.cli import db_option, echo_json, json_option, open_hive
+from hivekeep.cli import db_option, echo, echo_json, json_option, open_hive
 from hivekeep.views import deletion_preview, deletion_summary
 
 ROLE_WIDTH = 60  # the table shortens longer roles; --json gives them whole
@@ -113,7 +113,7 @@ def _table(found: list[Agent]) -> None:
     id_width = max(len(row[0]) for row in rows)
     name_width = max(len(row[1]) for row in rows)
     for agent_id, name, role in rows:
-        click.echo(f"{agent_id:>{id_width}}  {name:<{name_width}}  {role}".rstrip())
+        echo(f"{agent_id:>{id_width}}  {name:<{name_width}}  {role}".rstrip())
 
 
 def _short(role: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import click
 
 from hivekeep import Agent, HivekeepError, ValidationError
-from hivekeep.cli import agent_option, db_option, open_hive
+from hivekeep.cli import agent_option, db_option, echo, open_hive
 from hivekeep.cli.upkeep import compaction_line
 from hivekeep.hive import Resumed
 from hivekeep.providers.llm.base import TextDelta
@@ -163,7 +163,7 @@ class Session:
                 if isinstance(event, TextDelta):
                     if at_line_start and self.interactive:
                         click.echo(click.style(f"{self.agent.name}> ", fg="cyan"), nl=False)
-                    click.echo(event.text, nl=False)
+                    echo(event.text, nl=False)
                     at_line_start = event.text.endswith("\n")
                 elif isinstance(event, ToolUse):
                     if not at_line_start:
@@ -208,7 +208,7 @@ class Session:
     def show_profile(self) -> None:
         text = self.agent.profile_text()
         if text.strip():
-            click.echo(text, nl=not text.endswith("\n"))
+            echo(text, nl=not text.endswith("\n"))
         else:
             click.echo(f"The profile of {self.agent.name} is empty.")
 
@@ -225,7 +225,7 @@ class Session:
             click.echo("No memories found.")
         for rank, memory in enumerate(result["memories"], start=1):
             about = f", {memory['subject']}" if memory.get("subject") else ""
-            click.echo(f"{rank}. #{memory['id']} ({memory['category']}{about}) {memory['content']}")
+            echo(f"{rank}. #{memory['id']} ({memory['category']}{about}) {memory['content']}")
 
     def compact(self) -> None:
         if self.conversation_id is None:

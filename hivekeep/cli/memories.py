@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from hivekeep import Agent, Category, Scope
-from hivekeep.cli import agent_option, db_option, echo_json, json_option, open_agent
+from hivekeep.cli import agent_option, db_option, echo, echo_json, json_option, open_agent
 
 CATEGORIES = ", ".join(category.value for category in Category)
 SCOPES = " or ".join(scope.value for scope in Scope)
@@ -67,9 +67,7 @@ def memorize(
     else:
         click.echo(f"Saved memory {result['id']}.")
         for similar in result.get("similar", []):
-            click.echo(
-                f"  similar: #{similar['id']} {similar['content']} ({similar['created_at']})"
-            )
+            echo(f"  similar: #{similar['id']} {similar['content']} ({similar['created_at']})")
 
 
 @click.command()
@@ -115,8 +113,8 @@ def recall(
     if not result["memories"]:
         click.echo("No memories found.")
     for rank, memory in enumerate(result["memories"], start=1):
-        click.echo(_heading(rank, memory))
-        click.echo(f"   {memory['content']}")
+        echo(_heading(rank, memory))
+        echo(f"   {memory['content']}")
 
 
 def _heading(rank: int, memory: dict[str, Any]) -> str:

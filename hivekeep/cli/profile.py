@@ -7,7 +7,15 @@ from typing import TextIO
 import click
 
 from hivekeep import ConflictError
-from hivekeep.cli import agent_option, db_option, echo_json, json_option, open_agent, open_hive
+from hivekeep.cli import (
+    agent_option,
+    db_option,
+    echo,
+    echo_json,
+    json_option,
+    open_agent,
+    open_hive,
+)
 from hivekeep.services.llms import NO_LLM, LLMNotConfigured
 
 
@@ -50,7 +58,7 @@ def show(agent_key: str, db: str, as_json: bool) -> None:
             }
         )
     elif current.text:
-        click.echo(current.text, nl=not current.text.endswith("\n"))
+        echo(current.text, nl=not current.text.endswith("\n"))
     else:
         click.echo(f"The profile of {agent.name} is empty.", err=True)
 
@@ -135,4 +143,4 @@ def regenerate(agent_key: str, yes: bool, db: str) -> None:
         f"Regenerated the profile of {agent.name} from {outcome.memories_read} memories "
         f"(revision {current.revision}, {current.tokens} tokens).{notes}\n"
     )
-    click.echo(current.text, nl=not current.text.endswith("\n"))
+    echo(current.text, nl=not current.text.endswith("\n"))

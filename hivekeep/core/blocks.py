@@ -9,14 +9,25 @@ cannot open or close a block; a reply is trusted only when it holds exactly one 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from functools import cache
+
+# Characters that render as nothing: a zero-width space inside a tag name hides it from a match
+# but not from a model. (Soft hyphen, Mongolian vowel separator, ZWSP/ZWNJ/ZWJ, word joiner, BOM.)
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
 
 
 @cache
 def tag_pattern(tag: str) -> re.Pattern[str]:
-    """Opening or closing ``tag``, case-insensitive, tolerating spaces inside the brackets."""
-    return re.compile(rf"<\s*/?\s*{re.escape(tag)}\s*>", re.IGNORECASE)
+    """Opening or closing ``tag``, case-insensitive, with spaces and any attributes inside the
+    brackets (``</conversation x=1>``); group ``close`` is set for a closing tag."""
+    return re.compile(rf"<\s*(?P<close>/)?\s*{re.escape(tag)}(?=[\s/>])[^<>]*>", re.IGNORECASE)
+
+
+def visible_form(text: str) -> str:
+    """``text`` as a model reads it: NFKC (fullwidth U+FF1C is ``<``), no invisible characters."""
+    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
 
 
 def extract_block(raw: str, tag: str) -> str | None:
@@ -26,8 +37,8 @@ def extract_block(raw: str, tag: str) -> str | None:
     reply that is not clearly one block must not be acted on.
     """
     matches = list(tag_pattern(tag).finditer(raw))
-    opens = [m for m in matches if "/" not in m.group(0)]
-    closes = [m for m in matches if "/" in m.group(0)]
+    opens = [m for m in matches if not m.group("close")]
+    closes = [m for m in matches if m.group("close")]
     if len(opens) != 1 or len(closes) != 1 or closes[0].start() < opens[0].end():
         return None
     inner = raw[opens[0].end() : closes[0].start()].strip()
@@ -35,11 +46,21 @@ def extract_block(raw: str, tag: str) -> str | None:
 
 
 def contains_tag(text: str, tags: Iterable[str]) -> bool:
-    return any(tag_pattern(tag).search(text) for tag in tags)
+    """True when ``text`` holds a tag of ``tags``, look-alikes included (see ``visible_form``)."""
+    visible = visible_form(text)
+    return any(tag_pattern(tag).search(visible) for tag in tags)
 
 
 def neutralise(text: str, tags: Iterable[str]) -> str:
-    """``text`` with every opening or closing tag of ``tags`` escaped (``&lt;...&gt;``)."""
+    """``text`` with every opening or closing tag of ``tags`` escaped (``&lt;...&gt;``).
+
+    Look-alike tags count: text that holds one (fullwidth brackets, a zero-width character in the
+    name) comes back in its ``visible_form`` with the tags escaped; other text is unchanged.
+    """
+    tags = list(tags)
+    if not contains_tag(text, tags):
+        return text
+    text = visible_form(text)
     for tag in tags:
         text = tag_pattern(tag).sub(
             lambda m: m.group(0).replace("<", "&lt;").replace(">", "&gt;"), text

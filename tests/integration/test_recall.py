@@ -245,3 +245,22 @@ def test_full_text_arm_is_not_crowded_out_by_other_agents_matches(table_hive: Hi
     assert service.text_arm(alice.id, "lighthouse", 4, MemoryFilter()) == [mine.memory.id]
     assert len(service.text_arm(bob.id, "lighthouse", 4, MemoryFilter())) == 4
     assert [h.memory.id for h in alice.recall("lighthouse").hits] == [mine.memory.id]
+
+
+@pytest.mark.parametrize("fts_weight", [0.0, 0.25, 3.0])
+def test_the_full_text_weight_setting_is_the_weight_fusion_uses(
+    db_path, table: VectorTable, query_vector: np.ndarray, fts_weight: float
+) -> None:
+    """A hard-coded weight in recall (e.g. the bundled model's 1.0) must fail here."""
+    settings = Settings(fts_weight=fts_weight, rrf_k=10, similarity_floor=0.3)
+    with Hive(db_path, embedder=table, settings=settings) as hive:
+        agent = hive.create_agent("alice")
+        table.set("nothing in common here", with_cosine(query_vector, 0.9, "near"))
+        table.set("they pick which city", with_cosine(query_vector, 0.6, "far"))
+        agent.memorize("nothing in common here", category="fact")  # vector rank 0, no text match
+        agent.memorize("they pick which city", category="fact")  # vector rank 1, text rank 0
+        hits = {h.memory.content: h.score for h in agent.recall(QUERY).hits}
+        assert hits["nothing in common here"] == pytest.approx(1 / 11)
+        assert hits["they pick which city"] == pytest.approx(1 / 12 + fts_weight / 11)
+        first = max(hits, key=lambda content: hits[content])
+        assert first == ("nothing in common here" if fts_weight == 0 else "they pick which city")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import httpx
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
@@ -44,7 +44,7 @@ def guarded(tmp_path: Path, llm: ScriptedLLM) -> Iterator[tuple[Hive, TestClient
             yield hive, client
 
 
-def code(response: httpx.Response) -> tuple[int, str]:
+def code(response: Any) -> tuple[int, str]:  # an httpx Response, of TestClient or not
     return response.status_code, response.json()["error"]["code"]
 
 

@@ -4,7 +4,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hivekeep.core.text import age, format_timestamp, normalise_text, parse_since
+from hivekeep.core.text import (
+    age,
+    clean_text,
+    format_timestamp,
+    normalise_text,
+    parse_created_at,
+    parse_since,
+    safe_for_terminal,
+)
 from hivekeep.core.tokens import count_tokens, encoding
 from hivekeep.errors import ValidationError
 
@@ -53,3 +61,48 @@ def test_token_counting_uses_real_bpe_offline() -> None:
     assert count_tokens("hello world") == 2
     assert encoding().name == "cl100k_base"
     assert count_tokens("<|endoftext|>") > 1  # special tokens count as plain text
+
+
+def test_clean_text_drops_control_characters_but_newline_and_tab() -> None:
+    assert clean_text("a\tb\nc") == "a\tb\nc"
+    assert clean_text("\u001b[31mred\u001b[0m") == "[31mred[0m"
+    assert clean_text("bell\u0007 del\u007f csi\u009b cr\r\n") == "bell del csi cr\n"
+    assert clean_text("café \u2013 ünïcode") == "café \u2013 ünïcode"
+
+
+def test_clean_text_refuses_nul() -> None:
+    with pytest.raises(ValidationError, match="NUL"):
+        clean_text("a\u0000b")
+
+
+def test_safe_for_terminal_shows_every_control_character() -> None:
+    shown = safe_for_terminal("x\u001b]0;pwned\u0007\u0000\u009b y\n\tz")
+    assert shown == "x\\x1b]0;pwned\\x07\\x00\\x9b y\n\tz"
+
+
+@pytest.mark.parametrize("value", ["2024-02-31", "2023-02-29T10:00:00Z", "2024-04-31"])
+def test_created_at_must_be_a_real_date(value: str) -> None:
+    with pytest.raises(ValidationError, match="created_at"):
+        parse_created_at(value)
+
+
+def test_created_at_at_most_a_day_ahead() -> None:
+    now = datetime(2024, 6, 1, tzinfo=UTC)
+    assert parse_created_at("2024-06-01T23:00:00Z", now=now) == "2024-06-01T23:00:00.000000Z"
+    assert parse_created_at(now + timedelta(hours=23), now=now).startswith("2024-06-01T23")
+    late_values: list[str | datetime] = [
+        "2024-06-02T00:00:01Z",
+        "2999-01-01",
+        now + timedelta(days=2),
+    ]
+    for late in late_values:
+        with pytest.raises(ValidationError, match="more than a day ahead"):
+            parse_created_at(late, now=now)
+
+
+def test_age_of_a_bad_stored_value_is_unknown_not_a_crash(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert age("2024-02-31T00:00:00.000000Z") == "unknown age"
+    assert age("garbage") == "unknown age"
+    assert "invalid stored timestamp" in caplog.text
