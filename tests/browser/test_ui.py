@@ -199,3 +199,46 @@ def test_deleting_an_agent_says_what_stays_and_a_person_may_remove_it(page: Page
     page.once("dialog", lambda dialog: dialog.accept())
     item.get_by_role("button", name=re.compile("^Delete")).click()
     expect(item).to_have_count(0)
+
+
+def test_the_ui_works_under_the_guard_and_another_sites_page_cannot_post(
+    browser: Browser, server: Server
+) -> None:
+    """The UI's own requests (same origin, JSON) pass the cross-site checks, under any allowed
+    name; a page of another origin posting a form or a no-cors fetch to the API is refused."""
+    from tests.integration.server_support import free_port
+
+    port = server.url.rsplit(":", 1)[1]
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        page.goto(f"http://localhost:{port}/")  # another allowed name than the tests' 127.0.0.1
+        name = create_agent(page)  # a POST from the page: Origin and Sec-Fetch-Site are sent
+        page.get_by_role("tab", name="Memory").click()
+        add_memory(page, "Ann keeps bees in the garden")
+
+        other = f"http://127.0.0.1:{free_port()}/"  # another origin: a local dev server, say
+        trap = (
+            f'<form id="trap" method="POST" enctype="text/plain" action="{server.url}/api/agents">'
+            '<input name=\'{"name":"pwned","role":"\' value=\'"}\'></form>'
+        )
+        context.route(other, lambda route: route.fulfill(content_type="text/html", body=trap))
+        page.goto(other)
+        with page.expect_response(lambda response: response.url.endswith("/api/agents")) as sent:
+            page.evaluate("document.getElementById('trap').submit()")
+        assert sent.value.status == 403, sent.value.text()
+        fetched = page.evaluate(
+            "async (url) => { try { await fetch(url, {method: 'POST', mode: 'no-cors', "
+            "body: '{\"name\": \"pwned2\"}'}); return 'sent'; } catch (e) { return String(e); } }",
+            f"{server.url}/api/agents",
+        )
+        assert fetched == "sent"  # the browser sent it (the answer is opaque to the page)
+        agents = server.client().get("/api/agents").json()["agents"]
+        names = {agent["name"] for agent in agents}
+        assert name in names and not names & {"pwned", "pwned2"}
+        assert not errors, errors
+    finally:
+        context.close()
