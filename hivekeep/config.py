@@ -76,6 +76,13 @@ def _host_list(value: str | tuple[str, ...]) -> tuple[str, ...]:
     return hosts
 
 
+def _synchronous(value: str) -> str:
+    mode = value.strip().upper()
+    if mode not in ("NORMAL", "FULL"):
+        raise ValueError("must be NORMAL or FULL")
+    return mode
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "HIVEKEEP_DB",
@@ -198,6 +205,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Summaries filling more than this share of the window also trigger the merge.",
     ),
     Setting(
+        "HIVEKEEP_SQLITE_SYNCHRONOUS",
+        "sqlite_synchronous",
+        _synchronous,
+        "NORMAL",
+        "SQLite's durability: NORMAL (an acknowledged write survives a process crash, the last "
+        "ones may be lost on a power loss) or FULL (survives a power loss; each commit syncs).",
+    ),
+    Setting(
         "HIVEKEEP_ALLOWED_HOSTS",
         "allowed_hosts",
         _host_list,
@@ -230,6 +245,7 @@ class Settings:
     compacting_keep_percent: float = 40.0
     compacting_max_summaries: int = 10
     compacting_summary_budget_percent: float = 20.0
+    sqlite_synchronous: str = "NORMAL"
     allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

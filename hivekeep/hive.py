@@ -92,7 +92,9 @@ class Hive:
             embedder = create_embedder(embedder or self.settings.embeddings)
         self.embeddings = EmbeddingService(embedder)
         self.store: Store = (
-            PostgresStore(target) if is_postgres_url(target) else SQLiteStore(target)
+            PostgresStore(target)
+            if is_postgres_url(target)
+            else SQLiteStore(target, synchronous=self.settings.sqlite_synchronous)
         )
         self.path = target
         try:

@@ -48,6 +48,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
         "COMPACTING_MAX_SUMMARIES",
         "COMPACTING_SUMMARY_BUDGET_PERCENT",
         "HIVEKEEP_ALLOWED_HOSTS",
+        "HIVEKEEP_SQLITE_SYNCHRONOUS",
     ):
         monkeypatch.delenv(name, raising=False)
 

@@ -186,3 +186,16 @@ def test_a_person_changes_or_forgets_shared_memories_through_the_hive(table_hive
     assert [m.id for m in bob.list_memories().memories] == [private.id]
     with pytest.raises(NotFound):
         table_hive.forget_memory(shared.id)
+
+
+@pytest.mark.parametrize(("mode", "level"), [("NORMAL", 1), ("FULL", 2)])
+def test_sqlite_durability_is_normal_by_default_and_full_when_chosen(
+    db_path: Path, mode: str, level: int
+) -> None:
+    settings = Settings.from_env({"HIVEKEEP_SQLITE_SYNCHRONOUS": mode.lower()})
+    with Hive(db_path, embedder=VectorTable(), settings=settings) as hive:
+        [(value,)] = hive.store._conn.execute("PRAGMA synchronous").fetchall()  # type: ignore[attr-defined]
+        assert value == level
+    assert Settings().sqlite_synchronous == "NORMAL"
+    with pytest.raises(ValidationError, match="NORMAL or FULL"):
+        Settings(sqlite_synchronous="OFF")

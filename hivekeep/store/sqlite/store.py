@@ -69,7 +69,12 @@ class SQLiteStore(ConversationRows):
     >>> store = SQLiteStore("memory.db", vector_cache=False)   # doctest: +SKIP
     """
 
-    def __init__(self, path: str | Path, *, vector_cache: bool = True) -> None:
+    def __init__(
+        self, path: str | Path, *, vector_cache: bool = True, synchronous: str = "NORMAL"
+    ) -> None:
+        """``synchronous``: NORMAL (survives a process crash) or FULL (also a power loss)."""
+        if synchronous not in ("NORMAL", "FULL"):
+            raise StoreError(f"synchronous must be 'NORMAL' or 'FULL', not {synchronous!r}.")
         self.path = str(path)
         self._lock = threading.RLock()
         try:
@@ -81,7 +86,10 @@ class SQLiteStore(ConversationRows):
         self._conn.enable_load_extension(False)
         self._conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = NORMAL")
+        if synchronous == "FULL":
+            self._conn.execute("PRAGMA synchronous = FULL")
+        else:
+            self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
         migrations.migrate(self._conn, now_timestamp())
         self._index = VectorIndex(self._conn, cached=vector_cache)
