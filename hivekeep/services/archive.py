@@ -164,8 +164,9 @@ class ArchiveService:
 
 
 def _clean_field(value: str, name: str) -> str:
-    cleaned = clean_text(value, name)
-    if name == "content" and not cleaned.strip():
+    """``value`` through ``clean_text`` and stripped (dropped controls may uncover spaces)."""
+    cleaned = clean_text(value, name).strip()
+    if name == "content" and not cleaned:
         raise ValidationError(
             f"'content' has value {value!r}: nothing is left without its "
             "control characters. Send the memory's text."
@@ -173,15 +174,18 @@ def _clean_field(value: str, name: str) -> str:
     return cleaned
 
 
+def _optional(value: str | None, name: str) -> str | None:
+    """An optional text field: None stays None, and so does one that cleans to nothing."""
+    return None if value is None else (_clean_field(value, name) or None)
+
+
 def _cleaned(memory: NewMemory) -> NewMemory:
     """The memory with its texts through ``clean_text`` (NUL refused, other controls dropped)."""
     return dataclasses.replace(
         memory,
         content=_clean_field(memory.content, "content"),
-        subject=None if memory.subject is None else _clean_field(memory.subject, "subject"),
-        source_context=None
-        if memory.source_context is None
-        else _clean_field(memory.source_context, "source_context"),
+        subject=_optional(memory.subject, "subject"),
+        source_context=_optional(memory.source_context, "source_context"),
     )
 
 
@@ -190,7 +194,5 @@ def _cleaned_changes(changes: MemoryChanges) -> MemoryChanges:
     return dataclasses.replace(
         changes,
         content=content if isinstance(content, _Keep) else _clean_field(content, "content"),
-        subject=subject
-        if subject is None or isinstance(subject, _Keep)
-        else _clean_field(subject, "subject"),
+        subject=subject if isinstance(subject, _Keep) else _optional(subject, "subject"),
     )
