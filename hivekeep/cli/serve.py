@@ -54,11 +54,14 @@ def serve(host: str, port: int, db: str) -> None:
     """Serve the REST API (docs at /docs) and live events (/api/events) over HTTP.
 
     Listens on 127.0.0.1 by default. Any other address needs HIVEKEEP_API_TOKEN, which clients
-    then send as `Authorization: Bearer <token>` (on loopback the token is used if set). Example:
+    then send as `Authorization: Bearer <token>` (on loopback the token is used if set). The
+    server answers only the host names 127.0.0.1, localhost, [::1] and --host, plus those in
+    HIVEKEEP_ALLOWED_HOSTS (the names clients use to reach a public bind). Example:
 
     \b
         hivekeep serve --port 8765
-        HIVEKEEP_API_TOKEN=$(openssl rand -hex 32) hivekeep serve --host 0.0.0.0
+        HIVEKEEP_API_TOKEN=$(openssl rand -hex 32) HIVEKEEP_ALLOWED_HOSTS=memory.example.com \\
+          hivekeep serve --host 0.0.0.0
     """
     token = os.environ.get(TOKEN_ENV, "").strip() or None
     if token is None and not is_loopback(host):
@@ -84,4 +87,10 @@ def serve(host: str, port: int, db: str) -> None:
         url = _url(host, port)
         auth = f"bearer token from {TOKEN_ENV}" if token else "none (loopback only)"
         click.echo(f"hivekeep: serving {hive.path} at {url} (docs: {url}/docs; auth: {auth})")
+        if not is_loopback(host) and not hive.settings.allowed_hosts:
+            click.echo(
+                "hivekeep: only loopback names and --host are answered; list the names clients "
+                "use in HIVEKEEP_ALLOWED_HOSTS (others get 421).",
+                err=True,
+            )
         run_server(hive, host=host.strip("[]"), port=port, token=token)
