@@ -22,15 +22,18 @@ from hivekeep.services.recall import RecallResult
 from hivekeep.store.base import (
     KEEP,
     AgentRecord,
+    Change,
     MemoryChanges,
     MemoryFilter,
     MemoryRecord,
     NewMemory,
     ProfileRecord,
+    TrashedMemory,
     _Keep,
 )
 from hivekeep.store.conversations import AgentSettings, ConversationRecord, MessageRecord
-from hivekeep.types import Category, Scope, Source
+from hivekeep.types import Actor, Category, Operation, Scope, Source
+from hivekeep.views import profile_version_view, version_view
 
 if TYPE_CHECKING:
     from hivekeep.hive import Hive
@@ -81,9 +84,22 @@ def memory_changes(
     return args.memory_id, changes
 
 
+def _memory_id(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(f"A memory id is a positive integer, got {value!r}.")
+    return value
+
+
 @dataclass(frozen=True)
 class MemoryPage:
     memories: list[MemoryRecord]
+    total: int
+    has_more: bool
+
+
+@dataclass(frozen=True)
+class TrashPage:
+    memories: list[TrashedMemory]
     total: int
     has_more: bool
 
@@ -209,8 +225,11 @@ class Agent:
         subject: str | _Keep | None = KEEP,
         importance: int | _Keep | None = KEEP,
         scope: Scope | str | _Keep = KEEP,
+        by: Actor = Actor.AGENT,
     ) -> MemoryRecord:
-        """Change a memory this agent wrote; fields left as ``KEEP`` are unchanged."""
+        """Change a memory this agent wrote; fields left as ``KEEP`` are unchanged. The old state
+        stays in ``memory_history``; ``by``: who is changing it (an interface acting for a
+        person passes ``Actor.PERSON``)."""
         memory_id, changes = memory_changes(
             memory_id,
             content=content,
@@ -219,12 +238,51 @@ class Agent:
             importance=importance,
             scope=scope,
         )
-        return self._hive.archive.update(self.id, memory_id, changes)
+        return self._hive.archive.update(
+            self.id, memory_id, changes, written=Change(by, Operation.UPDATE)
+        )
 
-    def forget(self, memory_id: int) -> None:
-        """Delete a memory this agent wrote."""
+    def forget(self, memory_id: int, *, by: Actor = Actor.AGENT) -> None:
+        """Move a memory this agent wrote to the trash: out of recall and listings at once,
+        restorable with ``restore_memory`` until the retention period ends (``trash_days``)."""
         args = tools.validate("forget", memory_id=memory_id)
-        self._hive.archive.forget(self.id, args.memory_id)
+        self._hive.archive.forget(self.id, args.memory_id, by=by)
+
+    # history ------------------------------------------------------------------------------------
+    def memory_history(self, memory_id: int) -> list[dict[str, Any]]:
+        """The versions of a memory this agent can see (or has in its trash), newest first: each
+        a dict with ``version``, ``content``, ``category``, ``subject``, ``importance``,
+        ``scope``, ``changed_at``, ``changed_by`` (agent, person, maintenance, import) and
+        ``operation`` (create, update, forget, restore). The first is the current state."""
+        versions = self._hive.history.history(self.id, _memory_id(memory_id))
+        return [version_view(v) for v in versions]
+
+    def restore_memory(
+        self, memory_id: int, version: int | None = None, *, by: Actor = Actor.PERSON
+    ) -> MemoryRecord:
+        """Undo a forget (no ``version``: back from the trash with its id and vector), or make
+        ``version`` of the memory current again. Either way a new version records it; history is
+        never rewritten. Only the memory's author restores it."""
+        return self._hive.history.restore(self.id, _memory_id(memory_id), version, by=by)
+
+    def trash(self, *, limit: int = 50, offset: int = 0) -> TrashPage:
+        """This agent's forgotten memories still in the trash, newest deletion first."""
+        if not 1 <= limit <= 200 or offset < 0:
+            raise ValidationError("limit must be 1-200 and offset at least 0.")
+        found, total = self._hive.history.trash(self.id, limit, offset)
+        return TrashPage(found, total, offset + len(found) < total)
+
+    def profile_history(self) -> list[dict[str, Any]]:
+        """The versions of this agent's profile, newest first: each a dict with ``version``
+        (the revision), ``text``, ``tokens``, ``changed_at``, ``changed_by`` and ``operation``
+        (create, edit, set, rewrite, regenerate, import, restore)."""
+        return [profile_version_view(v) for v in self._hive.profiles.history(self.id)]
+
+    def restore_profile(self, version: int, *, by: Actor = Actor.PERSON) -> ProfileRecord:
+        """Make ``version`` of the profile current again, as a new revision."""
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise ValidationError(f"version must be an integer, got {version!r}.")
+        return self._hive.profiles.restore(self.id, version, by=by)
 
     def list_memories(
         self,
@@ -276,7 +334,8 @@ class Agent:
         )
 
     def set_profile(self, text: str, *, expected_revision: int | None = None) -> ProfileRecord:
-        """Replace the whole document (a user's edit), under the same budget rule as the tool."""
+        """Replace the whole document (a user's edit), under the same budget rule as the tool;
+        the old text stays in ``profile_history``."""
         return self._hive.profiles.replace(self.id, text, expected_revision)
 
     def system_prompt_block(self) -> str:

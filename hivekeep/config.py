@@ -153,6 +153,20 @@ SETTINGS: tuple[Setting, ...] = (
         "Token budget of each agent's profile.",
     ),
     Setting(
+        "MEMORY_HISTORY_LIMIT",
+        "history_limit",
+        _positive_int,
+        50,
+        "Versions kept per memory and per profile; the oldest go first.",
+    ),
+    Setting(
+        "MEMORY_TRASH_DAYS",
+        "trash_days",
+        _positive_int,
+        30,
+        "Days a forgotten memory stays in the trash, restorable, before it is purged.",
+    ),
+    Setting(
         "HIVEKEEP_LLM",
         "llm",
         _spec,
@@ -238,6 +252,8 @@ class Settings:
     dedup_threshold: float = 0.90
     recall_limit: int = 10
     profile_max_tokens: int = 1500
+    history_limit: int = 50
+    trash_days: int = 30
     llm: str | None = None
     extraction_model: str | None = None
     compacting_model: str | None = None

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TextIO
+from typing import Any, TextIO
 
 from hivekeep.agent import Agent, memory_changes
 from hivekeep.config import Settings
@@ -22,16 +22,27 @@ from hivekeep.services.compaction import AgentLease, CompactionService
 from hivekeep.services.compile import BootstrapOutcome, ProfileCompiler
 from hivekeep.services.conversation import ConversationService
 from hivekeep.services.embedding import EmbeddingService
+from hivekeep.services.history import HistoryService
 from hivekeep.services.llms import LLMResolver
 from hivekeep.services.maintenance import MaintenanceOutcome, MaintenanceService
 from hivekeep.services.profile import ProfileService
 from hivekeep.services.recall import RecallService
 from hivekeep.services.transfer import ExportReport, Importer, ImportReport, export_jsonl
-from hivekeep.store.base import KEEP, PERSON, AgentFootprint, MemoryRecord, Store, _Keep
+from hivekeep.store.base import (
+    KEEP,
+    PERSON,
+    AgentFootprint,
+    Change,
+    MemoryRecord,
+    Store,
+    TrashedMemory,
+    _Keep,
+)
 from hivekeep.store.postgres import PostgresStore, is_postgres_url
 from hivekeep.store.postgres.relay import EventRelay
 from hivekeep.store.sqlite import SQLiteStore
-from hivekeep.types import Category
+from hivekeep.types import Actor, Category, Operation
+from hivekeep.views import version_view
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +102,13 @@ class Hive:
         if isinstance(embedder, str) or embedder is None:
             embedder = create_embedder(embedder or self.settings.embeddings)
         self.embeddings = EmbeddingService(embedder)
+        limit = self.settings.history_limit
         self.store: Store = (
-            PostgresStore(target)
+            PostgresStore(target, history_limit=limit)
             if is_postgres_url(target)
-            else SQLiteStore(target, synchronous=self.settings.sqlite_synchronous)
+            else SQLiteStore(
+                target, synchronous=self.settings.sqlite_synchronous, history_limit=limit
+            )
         )
         self.path = target
         try:
@@ -107,6 +121,7 @@ class Hive:
         self.archive = ArchiveService(
             self.store, self.embeddings, self.settings.dedup_threshold, self.events
         )
+        self.history = HistoryService(self.store, self.archive, self.settings.trash_days)
         self.recall_service = RecallService(self.store, self.embeddings, defaults)
         self.profiles = ProfileService(self.store, self.settings.profile_max_tokens, self.events)
         self.llms = LLMResolver(self.store, self.settings, llm)
@@ -123,6 +138,7 @@ class Hive:
         self.relay: EventRelay | None = None
         if isinstance(self.store, PostgresStore):
             self.relay = EventRelay(self.store.url, self.events)
+        self.history.purge_expired()  # the trash's retention period
         if not switch_embedder and self.store.count_pending():
             self.archive.backfill(limit=BACKFILL_ON_OPEN)  # switching: reembed() shows progress
 
@@ -194,21 +210,44 @@ class Hive:
             memory_id, content=content, category=category, subject=subject, importance=importance
         )
         try:
-            return self.archive.update(PERSON, memory_id, changes)
+            return self.archive.update(
+                PERSON, memory_id, changes, written=Change(Actor.PERSON, Operation.UPDATE)
+            )
         except NotFound:
             raise NotFound(f"No shared memory with id {memory_id}.") from None
 
     def forget_memory(self, memory_id: int) -> None:
-        """Delete a shared memory as a person (the web UI's delete button, ``DELETE
+        """Forget a shared memory as a person (the web UI's delete button, ``DELETE
         /api/memories/{id}``), whoever wrote it: the only way to remove a deleted author's shared
-        memories. Private memories are reached only through their agent (``Agent.forget``)."""
+        memories. It goes to the trash (``restore_memory`` brings it back); ``purge`` erases it.
+        Private memories are reached only through their agent (``Agent.forget``)."""
         try:
-            self.archive.forget(PERSON, memory_id)
+            self.archive.forget(PERSON, memory_id, by=Actor.PERSON)
         except NotFound:
             raise NotFound(
                 f"No shared memory with id {memory_id}. A private memory can only be forgotten "
                 "through its agent."
             ) from None
+
+    def memory_history(self, memory_id: int) -> list[dict[str, Any]]:
+        """A shared memory's versions as a person sees them (``Agent.memory_history``)."""
+        return [version_view(v) for v in self.history.history(PERSON, memory_id)]
+
+    def restore_memory(self, memory_id: int, version: int | None = None) -> MemoryRecord:
+        """Undo a person's forget of a shared memory, or restore one of its versions."""
+        return self.history.restore(PERSON, memory_id, version, by=Actor.PERSON)
+
+    def trash(self, *, limit: int = 50, offset: int = 0) -> list[TrashedMemory]:
+        """Shared memories in the trash (any author's), newest deletion first."""
+        return self.history.trash(PERSON, limit, offset)[0]
+
+    def purge(self, memory_id: int) -> None:
+        """Erase a memory for good, whoever wrote it, live or in the trash: its rows, full-text
+        and vector entries and its whole history, leaving no trace of its text in the SQLite
+        file or its WAL (docs/memory.md, "Purge"). Raises NotFound when there is no such memory.
+        An operator's action: it takes a memory id, not an agent."""
+        if not self.history.purge(memory_id):
+            raise NotFound(f"No memory with id {memory_id}, live or in the trash.")
 
     # models and upkeep --------------------------------------------------------------------------
     def set_agent_llm(self, key: int | str, llm: LLM | str | None) -> None:

@@ -33,3 +33,26 @@ class EmbeddingState(StrEnum):
 
     READY = "ready"
     PENDING = "pending"
+
+
+class Actor(StrEnum):
+    """Who made a change recorded in a memory's or a profile's history."""
+
+    AGENT = "agent"  # the agent itself (its tools, or code acting as it)
+    PERSON = "person"  # a person through the web UI, REST, the CLI or the admin path
+    MAINTENANCE = "maintenance"  # the maintenance call, bootstrap or regenerate
+    IMPORT = "import"  # ``hivekeep import``
+
+
+class Operation(StrEnum):
+    """What a recorded change did."""
+
+    CREATE = "create"  # the first version
+    UPDATE = "update"  # content, category, subject, importance or scope changed
+    FORGET = "forget"  # moved to the trash
+    RESTORE = "restore"  # back from the trash, or an older version made current again
+    EDIT = "edit"  # a profile: one edit_profile operation
+    SET = "set"  # a profile: the whole document replaced by a person
+    REWRITE = "rewrite"  # a profile: the maintenance call's rewrite
+    REGENERATE = "regenerate"  # a profile: rebuilt from the archive (bootstrap included)
+    IMPORT = "import"  # replaced by an import

@@ -6,7 +6,13 @@ from datetime import datetime
 from typing import Any
 
 from hivekeep.core.text import age
-from hivekeep.store.base import AgentFootprint, MemoryRecord
+from hivekeep.store.base import (
+    AgentFootprint,
+    MemoryRecord,
+    MemoryVersion,
+    ProfileVersion,
+    TrashedMemory,
+)
 
 
 def memory_view(
@@ -34,6 +40,41 @@ def memory_view(
         view["author_deleted"] = True
     if score is not None:
         view["score"] = round(score, 6)
+    return view
+
+
+def version_view(version: MemoryVersion) -> dict[str, Any]:
+    """One version of a memory: ``version``, ``content``, its fields, and who changed it when."""
+    return {
+        "version": version.version,
+        "content": version.content,
+        "category": version.category.value,
+        "subject": version.subject,
+        "importance": version.importance,
+        "scope": version.scope.value,
+        "changed_at": version.changed_at,
+        "changed_by": version.changed_by.value,
+        "operation": version.operation.value,
+    }
+
+
+def profile_version_view(version: ProfileVersion) -> dict[str, Any]:
+    """One version of a profile: ``version`` (its revision), ``text``, who changed it when."""
+    return {
+        "version": version.version,
+        "text": version.text,
+        "tokens": version.tokens,
+        "changed_at": version.changed_at,
+        "changed_by": version.changed_by.value,
+        "operation": version.operation.value,
+    }
+
+
+def trashed_view(trashed: TrashedMemory, viewer_id: int) -> dict[str, Any]:
+    """A memory in the trash: its view, plus when and by whom it was forgotten."""
+    view = memory_view(trashed.memory, viewer_id)
+    view["deleted_at"] = trashed.deleted_at
+    view["deleted_by"] = trashed.deleted_by.value
     return view
 
 

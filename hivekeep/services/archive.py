@@ -13,7 +13,9 @@ from hivekeep.errors import ProviderError, ValidationError
 from hivekeep.events import EventBus
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.store.base import (
+    BY_AGENT,
     KEEP,
+    Change,
     MemoryChanges,
     MemoryFilter,
     MemoryRecord,
@@ -23,6 +25,7 @@ from hivekeep.store.base import (
     Vector,
     _Keep,
 )
+from hivekeep.types import Actor
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +106,16 @@ class ArchiveService:
     def _publish(self, event: str, memory: MemoryRecord) -> None:
         self.events.publish(event, memory.agent_id, memory_id=memory.id, scope=memory.scope.value)
 
-    def update(self, agent_id: int, memory_id: int, changes: MemoryChanges) -> MemoryRecord:
-        """Owner-only update; re-embeds only when the embedded text changed."""
+    def update(
+        self,
+        agent_id: int,
+        memory_id: int,
+        changes: MemoryChanges,
+        *,
+        written: Change = BY_AGENT,
+    ) -> MemoryRecord:
+        """Owner-only update; re-embeds only when the embedded text changed. The new state is
+        the memory's next version, recorded as ``written`` (who, which operation)."""
         changes = _cleaned_changes(changes)
         current = self.store.get_memory(memory_id, agent_id)
         content = current.content if isinstance(changes.content, _Keep) else changes.content
@@ -116,14 +127,15 @@ class ArchiveService:
             vector = self.embeddings.try_embed_one(new_text)
         text_key = None if isinstance(changes.content, _Keep) else normalise_text(content)
         updated = self.store.update_memory(
-            memory_id, agent_id, changes, text_key=text_key, vector=vector
+            memory_id, agent_id, changes, text_key=text_key, vector=vector, written=written
         )
         self._publish("memory:updated", updated)
         return updated
 
-    def forget(self, agent_id: int, memory_id: int) -> None:
+    def forget(self, agent_id: int, memory_id: int, *, by: Actor = Actor.AGENT) -> None:
+        """Owner-only: the memory goes to the trash (restorable until the retention ends)."""
         memory = self.store.get_memory(memory_id, agent_id)
-        self.store.delete_memory(memory_id, agent_id)
+        self.store.delete_memory(memory_id, agent_id, by=by)
         self._publish("memory:deleted", memory)
 
     def list(

@@ -19,11 +19,13 @@ from hivekeep.errors import HivekeepError, NotFound, ProviderError
 from hivekeep.providers.llm.base import LLM, Message
 from hivekeep.services.archive import ArchiveService
 from hivekeep.services.profile import ProfileService
-from hivekeep.store.base import KEEP, MemoryChanges, MemoryFilter, NewMemory, Store
+from hivekeep.store.base import KEEP, Change, MemoryChanges, MemoryFilter, NewMemory, Store
 from hivekeep.store.conversations import SummaryRecord
-from hivekeep.types import Scope, Source
+from hivekeep.types import Actor, Operation, Scope, Source
 
 log = logging.getLogger(__name__)
+
+BY_MAINTENANCE = Change(Actor.MAINTENANCE, Operation.UPDATE)
 
 MAX_ATTEMPTS = 5  # after this many failures a batch stays 'failed' (visible) until retried by hand
 KNOWN_POOL = 1000  # newest own memories (only own: see _own_memories) the index is chosen from
@@ -162,7 +164,7 @@ class MaintenanceService:
                 importance=KEEP if op.importance is None else op.importance,
             )
             try:
-                self.archive.update(agent_id, op.memory_id, changes)
+                self.archive.update(agent_id, op.memory_id, changes, written=BY_MAINTENANCE)
                 updated += 1
             except NotFound:
                 notes.append(f"update of memory {op.memory_id} skipped: it no longer exists")

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 
 from hivekeep.core import profile as doc
 from hivekeep.core.tokens import count_tokens
-from hivekeep.errors import ConflictError
+from hivekeep.errors import ConflictError, NotFound
 from hivekeep.events import EventBus
-from hivekeep.store.base import ProfileRecord, Store
+from hivekeep.store.base import Change, ProfileRecord, ProfileVersion, Store
+from hivekeep.types import Actor, Operation
 
+BY_PERSON = Change(Actor.PERSON, Operation.SET)
 DROPPED = "the profile was edited while the model was writing; the rewrite was dropped"
 
 
@@ -45,11 +47,18 @@ class ProfileService:
                 current.text, new_text, self.budget, count_tokens
             )
 
-        saved = self.store.modify_profile(agent_id, change, manual=True)
+        saved = self.store.modify_profile(
+            agent_id, change, manual=True, written=Change(Actor.AGENT, Operation.EDIT)
+        )
         return self._saved(saved, "edit_profile")
 
     def replace(
-        self, agent_id: int, text: str, expected_revision: int | None = None
+        self,
+        agent_id: int,
+        text: str,
+        expected_revision: int | None = None,
+        *,
+        written: Change = BY_PERSON,
     ) -> ProfileRecord:
         """A user's whole-document edit (UI, API, CLI), under the same budget rule as the tool.
 
@@ -61,9 +70,35 @@ class ProfileService:
         tokens = doc.check_edit_budget(current.text, text, self.budget, count_tokens)
         revision = current.revision if expected_revision is None else expected_revision
         saved = self.store.save_profile(
-            agent_id, text, tokens, expected_revision=revision, manual=True
+            agent_id, text, tokens, expected_revision=revision, manual=True, written=written
         )
         return self._saved(saved, "user")
+
+    def history(self, agent_id: int) -> list[ProfileVersion]:
+        """Every kept version, newest first; the current one is first."""
+        return self.store.profile_history(agent_id)
+
+    def restore(self, agent_id: int, version: int, *, by: Actor = Actor.PERSON) -> ProfileRecord:
+        """Make an older version's text current again, verbatim (it was valid when written), as
+        a new revision: history is never rewritten."""
+        versions = self.store.profile_history(agent_id)
+        target = next((v for v in versions if v.version == version), None)
+        if target is None:
+            kept = ", ".join(str(v.version) for v in versions)
+            raise NotFound(
+                f"The profile has no version {version}; the kept versions are {kept}. "
+                "List them with `hivekeep history --agent NAME`."
+            )
+        current = versions[0]
+        saved = self.store.save_profile(
+            agent_id,
+            target.text,
+            target.tokens,
+            expected_revision=current.version,
+            manual=True,
+            written=Change(by, Operation.RESTORE),
+        )
+        return self._saved(saved, "restore")
 
     def rewrite(
         self, agent_id: int, candidate: str | None, expected_revision: int, source: str
@@ -87,6 +122,10 @@ class ProfileService:
                 count_tokens(outcome.text),
                 expected_revision=expected_revision,
                 manual=False,
+                written=Change(
+                    Actor.MAINTENANCE,
+                    Operation.REWRITE if source == "maintenance" else Operation.REGENERATE,
+                ),
             )
         except ConflictError:
             latest = self.store.get_profile(agent_id)

@@ -50,6 +50,7 @@ from hivekeep.services.embedding import EmbeddingService
 from hivekeep.store.base import (
     PERSON,
     AgentRecord,
+    Change,
     EmbeddingSpace,
     MemoryRecord,
     NewMemory,
@@ -67,7 +68,7 @@ from hivekeep.store.conversations import (
     SummaryRecord,
     ToolCallRecord,
 )
-from hivekeep.types import Category, Scope, Source
+from hivekeep.types import Actor, Category, Operation, Scope, Source
 
 log = logging.getLogger(__name__)
 
@@ -1000,6 +1001,7 @@ class _Run:
             count_tokens(line.text),
             expected_revision=current.revision,
             manual=True,
+            written=Change(Actor.IMPORT, Operation.IMPORT),
         )
         self.report.profiles_imported += 1
 

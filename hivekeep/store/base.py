@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from hivekeep.core.dedup import DedupRule
 from hivekeep.store.conversations import ConversationStore
-from hivekeep.types import Category, EmbeddingState, Scope, Source
+from hivekeep.types import Actor, Category, EmbeddingState, Operation, Scope, Source
 
 Vector = Sequence[float] | npt.NDArray[np.floating[Any]]
 
@@ -179,6 +179,56 @@ class PendingEmbedding:
 ProfileChange = Callable[[ProfileRecord], tuple[str, int]]
 
 
+@dataclass(frozen=True)
+class Change:
+    """Who made a write, and what it did: recorded with the version it creates."""
+
+    by: Actor
+    operation: Operation
+
+
+BY_AGENT = Change(Actor.AGENT, Operation.UPDATE)
+HISTORY_LIMIT = 50  # versions kept per memory and per profile (setting MEMORY_HISTORY_LIMIT)
+
+
+@dataclass(frozen=True)
+class MemoryVersion:
+    """One state of a memory: version 1 is as it was created; each change adds the next."""
+
+    memory_id: int
+    version: int
+    content: str
+    category: Category
+    subject: str | None
+    importance: int | None
+    scope: Scope
+    changed_at: str
+    changed_by: Actor
+    operation: Operation
+
+
+@dataclass(frozen=True)
+class ProfileVersion:
+    """One state of a profile; ``version`` is the profile's revision it had then."""
+
+    agent_id: int
+    version: int
+    text: str
+    tokens: int
+    changed_at: str
+    changed_by: Actor
+    operation: Operation
+
+
+@dataclass(frozen=True)
+class TrashedMemory:
+    """A forgotten memory: out of recall, listings and dedup until restored or purged."""
+
+    memory: MemoryRecord
+    deleted_at: str
+    deleted_by: Actor
+
+
 class Store(ConversationStore, Protocol):
     """What services may ask of storage. Each method is one transaction, unless called inside
     ``transaction()``, which joins several into one."""
@@ -238,9 +288,7 @@ class Store(ConversationStore, Protocol):
         ...
 
     # memories ---------------------------------------------------------------------------------
-    def insert_memories(
-        self, writes: Sequence[MemoryWrite], *, dedup: DedupRule
-    ) -> list[Inserted]:
+    def insert_memories(self, writes: Sequence[MemoryWrite], *, dedup: DedupRule) -> list[Inserted]:
         """Insert each memory unless a duplicate is visible to its author, in one transaction.
 
         Returns one ``Inserted`` per write, in order. Duplicate: the same ``text_key`` among the
@@ -263,13 +311,43 @@ class Store(ConversationStore, Protocol):
         *,
         text_key: str | None,
         vector: Vector | _Keep | None,
+        written: Change = BY_AGENT,
     ) -> MemoryRecord:
         """Owner-only (``PERSON``: any shared memory); ``vector`` KEEP keeps the stored one, None
-        marks the memory pending."""
+        marks the memory pending. The new state is recorded as the memory's next version."""
         ...
 
-    def delete_memory(self, memory_id: int, owner_id: int) -> None:
-        """Owner-only (``PERSON``: any shared memory); raises NotFound for anything else."""
+    def delete_memory(self, memory_id: int, owner_id: int, *, by: Actor = Actor.AGENT) -> None:
+        """Move to the trash: out of every read (recall, listings, dedup, export) until restored.
+
+        Owner-only (``PERSON``: any shared memory); raises NotFound for anything else. Records a
+        ``forget`` version; the vector is kept with the trashed row for a restore.
+        """
+        ...
+
+    def restore_memory(self, memory_id: int, owner_id: int, *, by: Actor) -> MemoryRecord:
+        """Bring a trashed memory back, with its id, vector and history; records a ``restore``
+        version. Owner-only, as ``delete_memory``; raises NotFound when it is not in the trash."""
+        ...
+
+    def list_trash(self, owner_id: int, limit: int, offset: int) -> tuple[list[TrashedMemory], int]:
+        """The owner's trashed memories (``PERSON``: trashed shared ones), newest deletion first,
+        with the total count."""
+        ...
+
+    def memory_history(self, memory_id: int, viewer_id: int) -> list[MemoryVersion]:
+        """Every kept version, newest first: of a memory the viewer can see, or of one it may
+        restore from the trash. Raises NotFound otherwise."""
+        ...
+
+    def purge_memory(self, memory_id: int) -> bool:
+        """Erase a memory, live or trashed, with its history, full-text and vector rows, leaving
+        no trace of its text in the database files the backend controls (see docs/memory.md).
+        False when there was nothing to erase. An operator's action: no visibility check."""
+        ...
+
+    def purge_trash(self, deleted_before: str) -> int:
+        """Purge every memory trashed before the timestamp (retention); returns the count."""
         ...
 
     def vector_search(
@@ -336,13 +414,25 @@ class Store(ConversationStore, Protocol):
     def get_profile(self, agent_id: int) -> ProfileRecord: ...
 
     def save_profile(
-        self, agent_id: int, text: str, tokens: int, *, expected_revision: int, manual: bool
+        self,
+        agent_id: int,
+        text: str,
+        tokens: int,
+        *,
+        expected_revision: int,
+        manual: bool,
+        written: Change = BY_AGENT,
     ) -> ProfileRecord:
-        """Compare-and-swap: raises ConflictError when the revision moved on since it was read."""
+        """Compare-and-swap: raises ConflictError when the revision moved on since it was read.
+        The new text is recorded as the version of the new revision."""
+        ...
+
+    def profile_history(self, agent_id: int) -> list[ProfileVersion]:
+        """Every kept version of the profile, newest first (the current one included)."""
         ...
 
     def modify_profile(
-        self, agent_id: int, change: ProfileChange, *, manual: bool
+        self, agent_id: int, change: ProfileChange, *, manual: bool, written: Change = BY_AGENT
     ) -> ProfileRecord:
         """Read, change and write the profile in one write transaction, so concurrent edits
         serialise instead of conflicting. ``change`` gets the current record and returns the new

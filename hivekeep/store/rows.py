@@ -6,8 +6,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hivekeep.errors import ValidationError
-from hivekeep.store.base import PERSON, AgentRecord, MemoryRecord, NewMemory
-from hivekeep.types import Category, EmbeddingState, Scope, Source
+from hivekeep.store.base import (
+    PERSON,
+    AgentRecord,
+    MemoryRecord,
+    MemoryVersion,
+    NewMemory,
+    ProfileRecord,
+    ProfileVersion,
+)
+from hivekeep.types import Actor, Category, EmbeddingState, Operation, Scope, Source
 
 MEMORY_COLUMNS = (
     "id, agent_id, author_name, content, category, subject, importance, scope, source_context, "
@@ -36,6 +44,84 @@ def memory_from_row(row: Sequence[Any]) -> MemoryRecord:
         updated_at=row[14],
         embedding_state=EmbeddingState(row[15]),
     )
+
+
+# Every stored column of a memory row, in the order the trash table repeats them.
+STORED_COLUMNS = (
+    "id, agent_id, author_name, content, text_key, category, subject, importance, scope, "
+    "source_context, source, source_message_id, retrieval_count, last_retrieved_at, "
+    "embedding_state, embedding_model, created_at, updated_at"
+)
+VERSION_COLUMNS = (
+    "memory_id, version, content, category, subject, importance, scope, changed_at, changed_by, "
+    "operation"
+)
+PROFILE_VERSION_COLUMNS = "agent_id, version, text, tokens, changed_at, changed_by, operation"
+# Who wrote version 1 of a memory that has no recorded versions yet, from its ``source``.
+CREATOR_SQL = "CASE source WHEN 'automatic' THEN 'maintenance' ELSE 'agent' END"
+
+
+def version_from_row(row: Sequence[Any]) -> MemoryVersion:
+    return MemoryVersion(
+        memory_id=int(row[0]),
+        version=int(row[1]),
+        content=row[2],
+        category=Category(row[3]),
+        subject=row[4],
+        importance=row[5],
+        scope=Scope(row[6]),
+        changed_at=row[7],
+        changed_by=Actor(row[8]),
+        operation=Operation(row[9]),
+    )
+
+
+def first_version(memory: MemoryRecord) -> MemoryVersion:
+    """Version 1 of a memory never changed since it was written (nothing recorded yet)."""
+    return MemoryVersion(
+        memory_id=memory.id,
+        version=1,
+        content=memory.content,
+        category=memory.category,
+        subject=memory.subject,
+        importance=memory.importance,
+        scope=memory.scope,
+        changed_at=memory.created_at,
+        changed_by=Actor.MAINTENANCE if memory.source is Source.AUTOMATIC else Actor.AGENT,
+        operation=Operation.CREATE,
+    )
+
+
+def profile_version_from_row(row: Sequence[Any]) -> ProfileVersion:
+    return ProfileVersion(
+        agent_id=int(row[0]),
+        version=int(row[1]),
+        text=row[2],
+        tokens=int(row[3]),
+        changed_at=row[4],
+        changed_by=Actor(row[5]),
+        operation=Operation(row[6]),
+    )
+
+
+def with_current(profile: ProfileRecord, versions: list[ProfileVersion]) -> list[ProfileVersion]:
+    """A profile's recorded versions, newest first, with its current state first if it was never
+    recorded (a new agent's empty profile, or one written before history existed: who wrote it
+    is inferred from its stamps)."""
+    if versions and versions[0].version == profile.revision:
+        return versions
+    manual = profile.revision == 0 or profile.manually_edited_at == profile.updated_at
+    operation = Operation.SET if manual else Operation.REWRITE
+    current = ProfileVersion(
+        agent_id=profile.agent_id,
+        version=profile.revision,
+        text=profile.text,
+        tokens=profile.tokens,
+        changed_at=profile.updated_at or "",
+        changed_by=Actor.PERSON if manual else Actor.MAINTENANCE,
+        operation=Operation.CREATE if profile.revision == 0 else operation,
+    )
+    return [current, *versions]
 
 
 def author_of(

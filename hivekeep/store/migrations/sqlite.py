@@ -293,6 +293,70 @@ def m005_memories_outlive_authors(conn: Connection) -> None:
         conn.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('memories', ?)", (counter,))
 
 
+def m006_history_and_trash(conn: Connection) -> None:
+    """Nothing is overwritten: versions of memories and profiles, and a trash for memories.
+
+    ``memory_versions`` holds each state of a changed memory (version 1 as created, written when it
+    first changes; a memory never changed has none). ``memory_trash`` holds forgotten memories
+    whole, with their vector, out of the ``memories`` table and so out of every index and read
+    until restored (same id) or purged. ``profile_versions`` holds each revision's text.
+    """
+    conn.execute(
+        """
+        CREATE TABLE memory_versions (
+            memory_id INTEGER NOT NULL,
+            version INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            category TEXT NOT NULL,
+            subject TEXT,
+            importance INTEGER,
+            scope TEXT NOT NULL,
+            changed_at TEXT NOT NULL,
+            changed_by TEXT NOT NULL,
+            operation TEXT NOT NULL,
+            PRIMARY KEY (memory_id, version)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE memory_trash (
+            id INTEGER PRIMARY KEY,
+            agent_id INTEGER,
+            author_name TEXT NOT NULL,
+            content TEXT NOT NULL,
+            text_key TEXT NOT NULL,
+            category TEXT NOT NULL,
+            subject TEXT,
+            importance INTEGER,
+            scope TEXT NOT NULL,
+            source_context TEXT,
+            source TEXT NOT NULL,
+            source_message_id INTEGER,
+            retrieval_count INTEGER NOT NULL,
+            last_retrieved_at TEXT,
+            embedding_state TEXT NOT NULL,
+            embedding_model TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            embedding BLOB,
+            deleted_at TEXT NOT NULL,
+            deleted_by TEXT NOT NULL
+        );
+        CREATE INDEX memory_trash_agent ON memory_trash(agent_id, deleted_at);
+        CREATE INDEX memory_trash_deleted ON memory_trash(deleted_at);
+
+        CREATE TABLE profile_versions (
+            agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            version INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            tokens INTEGER NOT NULL,
+            changed_at TEXT NOT NULL,
+            changed_by TEXT NOT NULL,
+            operation TEXT NOT NULL,
+            PRIMARY KEY (agent_id, version)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 MIGRATIONS: list[Migration] = [
     (1, "initial", m001_initial),
@@ -300,6 +364,7 @@ MIGRATIONS: list[Migration] = [
     (3, "change log of the vector index", m003_vector_log),
     (4, "conversations, summaries, agent settings, leases", m004_conversations),
     (5, "shared memories outlive their author", m005_memories_outlive_authors),
+    (6, "versions of memories and profiles, and a trash", m006_history_and_trash),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -220,10 +220,72 @@ def m002_memories_outlive_authors(conn: Connection) -> None:
         conn.execute(statement)
 
 
+def m003_history_and_trash(conn: Connection) -> None:
+    """Nothing is overwritten: versions of memories and profiles, and a trash for memories.
+
+    As SQLite's migration 6: ``memory_versions`` holds each state of a changed memory,
+    ``memory_trash`` forgotten memories whole (their vector in a dimensionless ``vector`` column),
+    out of ``memories`` and so out of every index and read, ``profile_versions`` each revision.
+    """
+    for statement in (
+        """CREATE TABLE memory_versions (
+            memory_id bigint NOT NULL,
+            version integer NOT NULL,
+            content text NOT NULL,
+            category text NOT NULL,
+            subject text,
+            importance integer,
+            scope text NOT NULL,
+            changed_at text COLLATE "C" NOT NULL,
+            changed_by text NOT NULL,
+            operation text NOT NULL,
+            PRIMARY KEY (memory_id, version)
+        )""",
+        """CREATE TABLE memory_trash (
+            id bigint PRIMARY KEY,
+            agent_id bigint,
+            author_name text NOT NULL,
+            content text NOT NULL,
+            text_key text NOT NULL,
+            category text NOT NULL,
+            subject text,
+            subject_key text NOT NULL DEFAULT '',
+            importance integer,
+            scope text NOT NULL,
+            source_context text,
+            source text NOT NULL,
+            source_message_id bigint,
+            retrieval_count integer NOT NULL,
+            last_retrieved_at text COLLATE "C",
+            embedding_state text NOT NULL,
+            embedding_model text,
+            embedding vector,
+            created_at text COLLATE "C" NOT NULL,
+            updated_at text COLLATE "C" NOT NULL,
+            deleted_at text COLLATE "C" NOT NULL,
+            deleted_by text NOT NULL
+        )""",
+        "CREATE INDEX memory_trash_agent ON memory_trash (agent_id, deleted_at)",
+        "CREATE INDEX memory_trash_deleted ON memory_trash (deleted_at)",
+        """CREATE TABLE profile_versions (
+            agent_id bigint NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            version integer NOT NULL,
+            text text NOT NULL,
+            tokens integer NOT NULL,
+            changed_at text COLLATE "C" NOT NULL,
+            changed_by text NOT NULL,
+            operation text NOT NULL,
+            PRIMARY KEY (agent_id, version)
+        )""",
+    ):
+        conn.execute(statement)  # our own fixed text
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 MIGRATIONS: list[Migration] = [
     (1, "initial: agents, memories (full text, vector), conversations, leases", m001_initial),
     (2, "shared memories outlive their author", m002_memories_outlive_authors),
+    (3, "versions of memories and profiles, and a trash", m003_history_and_trash),
 ]
 LATEST = MIGRATIONS[-1][0]
 

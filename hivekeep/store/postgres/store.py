@@ -28,10 +28,13 @@ from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import ConflictError, NotFound, StoreError
 from hivekeep.store.base import (
+    BY_AGENT,
+    HISTORY_LIMIT,
     KEEP,
     PERSON,
     AgentFootprint,
     AgentRecord,
+    Change,
     EmbeddingSpace,
     Inserted,
     MemoryChanges,
@@ -44,8 +47,9 @@ from hivekeep.store.base import (
     Vector,
     _Keep,
 )
-from hivekeep.store.postgres import migrations
+from hivekeep.store.postgres import history, migrations
 from hivekeep.store.postgres.conversations import ConversationRows
+from hivekeep.store.postgres.history import HistoryRows
 from hivekeep.store.postgres.leases import AdvisoryLeases
 from hivekeep.store.rows import MEMORY_COLUMNS, author_of, memory_from_row
 from hivekeep.store.vector_cache import subject_key
@@ -100,14 +104,18 @@ def search_terms(terms: Sequence[str]) -> list[str]:
     return kept
 
 
-class PostgresStore(ConversationRows):
+class PostgresStore(HistoryRows, ConversationRows):
     """``Store`` on a PostgreSQL database with pgvector; see the module docstring.
 
     >>> store = PostgresStore("postgresql://hive@db.internal/hivekeep")   # doctest: +SKIP
     """
 
-    def __init__(self, url: str, *, pool_size: int = POOL_MAX) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = POOL_MAX, history_limit: int = HISTORY_LIMIT
+    ) -> None:
+        """``history_limit``: versions kept per memory and per profile (the oldest go first)."""
         self.url = url
+        self.history_limit = max(1, history_limit)
         self._closed = True
         try:  # one plain connection first: a wrong URL fails at once, not after pool retries
             with psycopg.connect(
@@ -270,6 +278,7 @@ class PostgresStore(ConversationRows):
         with self._transaction() as conn:
             _agent(conn, agent_id, lock=True)
             footprint = _footprint(conn, agent_id)
+            history.forget_agent_history(conn, agent_id)
             conn.execute(
                 "DELETE FROM memories WHERE agent_id = %s AND scope = 'private'", (agent_id,)
             )
@@ -314,6 +323,10 @@ class PostgresStore(ConversationRows):
                 )
             cursor = conn.execute(
                 "UPDATE memories SET embedding_state = 'pending', embedding_model = NULL"
+            )
+            conn.execute(
+                "UPDATE memory_trash SET embedding = NULL, embedding_state = 'pending', "
+                "embedding_model = NULL"
             )
             return int(cursor.rowcount)
 
@@ -396,9 +409,12 @@ class PostgresStore(ConversationRows):
         *,
         text_key: str | None,
         vector: Vector | _Keep | None,
+        written: Change = BY_AGENT,
     ) -> MemoryRecord:
         with self._transaction() as conn:
+            conn.execute("SELECT 1 FROM memories WHERE id = %s FOR UPDATE", (memory_id,))
             _owned(conn, memory_id, owner_id)
+            latest = history.latest_version(conn, memory_id)
             fields: dict[str, Any] = {
                 name: getattr(value, "value", value)
                 for name in ("content", "category", "subject", "importance", "scope")
@@ -438,12 +454,18 @@ class PostgresStore(ConversationRows):
                 {**fields, "id": memory_id},
             ).fetchone()
             assert row is not None
+            history.record_version(conn, memory_id, latest, written, self.history_limit)
             return memory_from_row(row)
 
-    def delete_memory(self, memory_id: int, owner_id: int) -> None:
-        with self._transaction() as conn:
-            _owned(conn, memory_id, owner_id)
-            conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
+    # lookups inside a transaction, for HistoryRows
+    def _visible_memory(self, conn: Connection, memory_id: int, viewer_id: int) -> MemoryRecord:
+        return _get_memory(conn, memory_id, viewer_id)
+
+    def _owned_memory(self, conn: Connection, memory_id: int, owner_id: int) -> MemoryRecord:
+        return _owned(conn, memory_id, owner_id)
+
+    def _profile_of(self, conn: Connection, agent_id: int) -> ProfileRecord:
+        return _profile(conn, agent_id)
 
     def vector_search(
         self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
@@ -612,7 +634,7 @@ class PostgresStore(ConversationRows):
             return _profile(conn, agent_id)
 
     def modify_profile(
-        self, agent_id: int, change: ProfileChange, *, manual: bool
+        self, agent_id: int, change: ProfileChange, *, manual: bool, written: Change = BY_AGENT
     ) -> ProfileRecord:
         now = now_timestamp()
         stamp = sql.Identifier("manually_edited_at" if manual else "last_rewrite_at")
@@ -623,6 +645,7 @@ class PostgresStore(ConversationRows):
             if locked is None:
                 raise NotFound(f"No agent with id {agent_id}.")
             text, tokens = change(_profile(conn, agent_id))
+            conn.execute(history.PROFILE_BEFORE, (agent_id,))
             conn.execute(
                 sql.SQL(
                     "UPDATE profiles SET text = %s, tokens = %s, revision = revision + 1, "
@@ -630,14 +653,23 @@ class PostgresStore(ConversationRows):
                 ).format(stamp),
                 (text, tokens, now, now, agent_id),
             )
+            history.record_profile(conn, agent_id, written, self.history_limit)
             return _profile(conn, agent_id)
 
     def save_profile(
-        self, agent_id: int, text: str, tokens: int, *, expected_revision: int, manual: bool
+        self,
+        agent_id: int,
+        text: str,
+        tokens: int,
+        *,
+        expected_revision: int,
+        manual: bool,
+        written: Change = BY_AGENT,
     ) -> ProfileRecord:
         now = now_timestamp()
         stamp = sql.Identifier("manually_edited_at" if manual else "last_rewrite_at")
         with self._transaction() as conn:
+            conn.execute(history.PROFILE_BEFORE, (agent_id,))
             cursor = conn.execute(
                 sql.SQL(
                     "UPDATE profiles SET text = %s, tokens = %s, revision = revision + 1, "
@@ -651,6 +683,7 @@ class PostgresStore(ConversationRows):
                     f"The profile changed since it was read (revision {expected_revision}, now "
                     f"{current.revision}). Re-read it and apply the edit again."
                 )
+            history.record_profile(conn, agent_id, written, self.history_limit)
             return _profile(conn, agent_id)
 
     # leases -----------------------------------------------------------------------------------

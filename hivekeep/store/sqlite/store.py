@@ -24,10 +24,13 @@ from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import ConflictError, NotFound, StoreError
 from hivekeep.store.base import (
+    BY_AGENT,
+    HISTORY_LIMIT,
     KEEP,
     PERSON,
     AgentFootprint,
     AgentRecord,
+    Change,
     EmbeddingSpace,
     Inserted,
     MemoryChanges,
@@ -43,6 +46,7 @@ from hivekeep.store.base import (
 from hivekeep.store.migrations import sqlite as migrations
 from hivekeep.store.rows import MEMORY_COLUMNS, author_of, memory_from_row
 from hivekeep.store.sqlite.conversations import ConversationRows
+from hivekeep.store.sqlite.history import PROFILE_BEFORE, HistoryRows
 from hivekeep.store.sqlite.vectors import VectorIndex, filter_clauses
 from hivekeep.store.vector_cache import VectorCache
 from hivekeep.types import EmbeddingState, Scope
@@ -59,7 +63,7 @@ def _best_first(hits: list[tuple[int, float, str]]) -> list[tuple[int, float, st
     return hits
 
 
-class SQLiteStore(ConversationRows):
+class SQLiteStore(HistoryRows, ConversationRows):
     """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations).
 
     ``vector_cache`` (default True) serves vector reads from an in-process copy of the index that
@@ -70,9 +74,16 @@ class SQLiteStore(ConversationRows):
     """
 
     def __init__(
-        self, path: str | Path, *, vector_cache: bool = True, synchronous: str = "NORMAL"
+        self,
+        path: str | Path,
+        *,
+        vector_cache: bool = True,
+        synchronous: str = "NORMAL",
+        history_limit: int = HISTORY_LIMIT,
     ) -> None:
-        """``synchronous``: NORMAL (survives a process crash) or FULL (also a power loss)."""
+        """``synchronous``: NORMAL (survives a process crash) or FULL (also a power loss).
+        ``history_limit``: versions kept per memory and per profile (the oldest go first)."""
+        self.history_limit = max(1, history_limit)
         if synchronous not in ("NORMAL", "FULL"):
             raise StoreError(f"synchronous must be 'NORMAL' or 'FULL', not {synchronous!r}.")
         self.path = str(path)
@@ -91,6 +102,8 @@ class SQLiteStore(ConversationRows):
         else:
             self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
+        # Deleted content is zeroed, not left in free space: a purge leaves no trace of the text.
+        self._conn.execute("PRAGMA secure_delete = ON")
         migrations.migrate(self._conn, now_timestamp())
         self._index = VectorIndex(self._conn, cached=vector_cache)
 
@@ -212,8 +225,10 @@ class SQLiteStore(ConversationRows):
             rows = conn.execute(
                 "SELECT id FROM memories WHERE agent_id = ? AND scope = 'private'", (agent_id,)
             )
-            for memory_id in [row[0] for row in rows]:
+            private_ids = [int(row[0]) for row in rows]
+            for memory_id in private_ids:
                 self._index.delete(memory_id)
+            self._forget_agent_history(conn, agent_id, private_ids)
             conn.execute(  # FTS: trigger
                 "DELETE FROM memories WHERE agent_id = ? AND scope = 'private'", (agent_id,)
             )
@@ -245,7 +260,12 @@ class SQLiteStore(ConversationRows):
                 (space.model, str(space.dimension)),
             )
             conn.execute("UPDATE memories SET embedding_state = 'pending', embedding_model = NULL")
-            return int(conn.changes())
+            changed = int(conn.changes())
+            conn.execute(
+                "UPDATE memory_trash SET embedding = NULL, embedding_state = 'pending', "
+                "embedding_model = NULL"
+            )
+            return changed
 
     # memories ---------------------------------------------------------------------------------
     def insert_memories(self, writes: Sequence[MemoryWrite], *, dedup: DedupRule) -> list[Inserted]:
@@ -341,9 +361,11 @@ class SQLiteStore(ConversationRows):
         *,
         text_key: str | None,
         vector: Vector | _Keep | None,
+        written: Change = BY_AGENT,
     ) -> MemoryRecord:
         with self.atomic() as conn:
             self._owned(memory_id, owner_id)
+            latest = self._latest_version(conn, memory_id)
             fields: dict[str, Any] = {
                 name: getattr(value, "value", value)
                 for name in ("content", "category", "subject", "importance", "scope")
@@ -356,18 +378,13 @@ class SQLiteStore(ConversationRows):
             conn.execute(
                 f"UPDATE memories SET {assignments} WHERE id = :id", {**fields, "id": memory_id}
             )
+            self._record_version(conn, memory_id, latest, written, table="memories")
             record = self.get_memory(memory_id, owner_id)
             if not isinstance(vector, _Keep):
                 self._index.write(record, vector)
             elif record.embedding_state is EmbeddingState.READY:
                 self._index.update_metadata(record)
             return self.get_memory(memory_id, owner_id)
-
-    def delete_memory(self, memory_id: int, owner_id: int) -> None:
-        with self.atomic() as conn:
-            self._owned(memory_id, owner_id)
-            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-            self._index.delete(memory_id)
 
     def vector_search(
         self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
@@ -549,21 +566,34 @@ class SQLiteStore(ConversationRows):
         return ProfileRecord(*rows[0])
 
     def modify_profile(
-        self, agent_id: int, change: ProfileChange, *, manual: bool
+        self, agent_id: int, change: ProfileChange, *, manual: bool, written: Change = BY_AGENT
     ) -> ProfileRecord:
         with self.atomic():  # BEGIN IMMEDIATE: the read below is already under the write lock
             current = self.get_profile(agent_id)
             text, tokens = change(current)
             return self.save_profile(
-                agent_id, text, tokens, expected_revision=current.revision, manual=manual
+                agent_id,
+                text,
+                tokens,
+                expected_revision=current.revision,
+                manual=manual,
+                written=written,
             )
 
     def save_profile(
-        self, agent_id: int, text: str, tokens: int, *, expected_revision: int, manual: bool
+        self,
+        agent_id: int,
+        text: str,
+        tokens: int,
+        *,
+        expected_revision: int,
+        manual: bool,
+        written: Change = BY_AGENT,
     ) -> ProfileRecord:
         now = now_timestamp()
         stamp = "manually_edited_at" if manual else "last_rewrite_at"
         with self.atomic() as conn:
+            conn.execute(PROFILE_BEFORE, (agent_id,))
             conn.execute(
                 f"UPDATE profiles SET text = ?, tokens = ?, revision = revision + 1, {stamp} = ?, "
                 "updated_at = ? WHERE agent_id = ? AND revision = ?",
@@ -575,4 +605,5 @@ class SQLiteStore(ConversationRows):
                     f"The profile changed since it was read (revision {expected_revision}, now "
                     f"{current.revision}). Re-read it and apply the edit again."
                 )
+            self._record_profile(conn, agent_id, written)
             return self.get_profile(agent_id)

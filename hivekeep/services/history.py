@@ -1,0 +1,98 @@
+"""Reading and undoing memory changes: versions, restore, the trash, its retention, and purge.
+
+Every change to a memory is recorded as its next version by the store, in the write's own
+transaction; ``forget`` moves it to the trash. Restoring never rewrites history: it writes a new
+version (``restore``) whose state is the one asked for.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hivekeep.core.text import format_timestamp
+from hivekeep.errors import NotFound
+from hivekeep.services.archive import ArchiveService
+from hivekeep.store.base import (
+    KEEP,
+    PERSON,
+    Change,
+    MemoryChanges,
+    MemoryRecord,
+    MemoryVersion,
+    Store,
+    TrashedMemory,
+)
+from hivekeep.types import Actor, Operation
+
+TRASH_DAYS = 30  # setting MEMORY_TRASH_DAYS
+
+
+def retention_cutoff(days: int, now: datetime | None = None) -> str:
+    """The stored-format timestamp before which trashed memories are purged."""
+    return format_timestamp((now or datetime.now(UTC)) - timedelta(days=days))
+
+
+class HistoryService:
+    def __init__(self, store: Store, archive: ArchiveService, trash_days: int) -> None:
+        self.store = store
+        self.archive = archive
+        self.trash_days = trash_days
+
+    def history(self, agent_id: int, memory_id: int) -> list[MemoryVersion]:
+        """Every kept version, newest first (the current state is first)."""
+        return self.store.memory_history(memory_id, agent_id)
+
+    def restore(
+        self, agent_id: int, memory_id: int, version: int | None, *, by: Actor
+    ) -> MemoryRecord:
+        """Undo a forget (``version`` None), or make an older version current again (out of the
+        trash first if it is there). Either way a new version records the restore."""
+        versions = self.store.memory_history(memory_id, agent_id)  # NotFound: not the agent's
+        target = None
+        if version is not None:
+            target = next((v for v in versions if v.version == version), None)
+            if target is None:
+                kept = ", ".join(str(v.version) for v in versions)
+                raise NotFound(
+                    f"Memory {memory_id} has no version {version}; its kept versions are {kept}."
+                )
+        restored = None
+        if versions and versions[0].operation is Operation.FORGET:
+            restored = self.store.restore_memory(memory_id, agent_id, by=by)
+            self.archive.events.publish(
+                "memory:created",
+                restored.agent_id,
+                memory_id=restored.id,
+                scope=restored.scope.value,
+                restored=True,
+            )
+        elif version is None:
+            raise NotFound(
+                f"Memory {memory_id} is not in the trash; pass a version to restore an older one."
+            )
+        if target is None:
+            assert restored is not None
+            return restored
+        changes = MemoryChanges(
+            content=target.content,
+            category=target.category,
+            subject=target.subject,
+            importance=target.importance,
+            scope=KEEP if agent_id == PERSON else target.scope,  # a person keeps it shared
+        )
+        return self.archive.update(
+            agent_id, memory_id, changes, written=Change(by, Operation.RESTORE)
+        )
+
+    def trash(self, agent_id: int, limit: int, offset: int) -> tuple[list[TrashedMemory], int]:
+        """The agent's trashed memories, newest deletion first (``PERSON``: shared ones)."""
+        self.purge_expired()
+        return self.store.list_trash(agent_id, limit, offset)
+
+    def purge(self, memory_id: int) -> bool:
+        """Erase a memory for good, live or trashed, leaving no trace of its text."""
+        return self.store.purge_memory(memory_id)
+
+    def purge_expired(self) -> int:
+        """Purge what has been in the trash longer than the retention period."""
+        return self.store.purge_trash(retention_cutoff(self.trash_days))

@@ -1,0 +1,285 @@
+"""The history half of ``SQLiteStore``: memory and profile versions, the trash, and purge.
+
+A mixin so that ``store.py`` stays about live memories; it relies on the host class for
+``atomic()``, ``_read()``, ``_conn``, ``_index``, ``_owned()``, ``get_memory()`` and
+``history_limit``. Trashed memories live whole in ``memory_trash`` (their vector as a BLOB), out
+of ``memories`` and so out of the full-text and vector indexes and of every read.
+
+Purge erases for real: the connection runs with ``secure_delete`` on (freed content is zeroed),
+the full-text index is merged into one segment (FTS5 keeps deleted entries in old segments until
+a merge) and the WAL is checkpointed and truncated, so the text is in neither file afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import numpy as np
+
+from hivekeep.core.text import now_timestamp
+from hivekeep.errors import NotFound
+from hivekeep.store.base import (
+    PERSON,
+    Change,
+    MemoryRecord,
+    MemoryVersion,
+    ProfileRecord,
+    ProfileVersion,
+    TrashedMemory,
+)
+from hivekeep.store.rows import (
+    CREATOR_SQL,
+    MEMORY_COLUMNS,
+    PROFILE_VERSION_COLUMNS,
+    STORED_COLUMNS,
+    VERSION_COLUMNS,
+    first_version,
+    memory_from_row,
+    profile_version_from_row,
+    version_from_row,
+    with_current,
+)
+from hivekeep.store.sqlite.vectors import VectorIndex
+from hivekeep.types import Actor, Operation
+
+log = logging.getLogger(__name__)
+
+_SNAPSHOT = "content, category, subject, importance, scope"
+# The state of a profile before its first recorded write (a new agent's empty profile, or one
+# written before history existed: who wrote it is inferred from its stamps).
+PROFILE_BEFORE = (
+    "INSERT OR IGNORE INTO profile_versions(" + PROFILE_VERSION_COLUMNS + ") "
+    "SELECT agent_id, revision, text, tokens, updated_at, "
+    "CASE WHEN revision = 0 OR manually_edited_at = updated_at THEN 'person' "
+    "ELSE 'maintenance' END, "
+    "CASE WHEN revision = 0 THEN 'create' WHEN manually_edited_at = updated_at THEN 'set' "
+    "ELSE 'rewrite' END FROM profiles WHERE agent_id = ?"
+)
+
+
+class HistoryRows:
+    _conn: Any
+    _index: VectorIndex
+    history_limit: int
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError  # provided by SQLiteStore
+
+    def _read(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        raise NotImplementedError  # provided by SQLiteStore
+
+    def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
+        raise NotImplementedError  # provided by SQLiteStore
+
+    def _owned(self, memory_id: int, owner_id: int) -> MemoryRecord:
+        raise NotImplementedError  # provided by SQLiteStore
+
+    # versions (inside the caller's transaction) ---------------------------------------------
+    def _latest_version(self, conn: Any, memory_id: int) -> int:
+        """The newest recorded version, recording version 1 (the memory as written) if none is.
+
+        Call before changing the row: a memory never changed has no versions stored."""
+        row = conn.execute(
+            "SELECT max(version) FROM memory_versions WHERE memory_id = ?", (memory_id,)
+        ).fetchone()
+        if row[0] is not None:
+            return int(row[0])
+        conn.execute(
+            f"INSERT INTO memory_versions({VERSION_COLUMNS}) SELECT id, 1, {_SNAPSHOT}, "
+            f"created_at, {CREATOR_SQL}, 'create' FROM memories WHERE id = ?",
+            (memory_id,),
+        )
+        return 1
+
+    def _record_version(
+        self, conn: Any, memory_id: int, previous: int, written: Change, *, table: str
+    ) -> None:
+        """The row's current state in ``table`` as version ``previous + 1``; old ones pruned."""
+        version = previous + 1
+        conn.execute(
+            f"INSERT INTO memory_versions({VERSION_COLUMNS}) SELECT id, ?, {_SNAPSHOT}, ?, ?, ? "
+            f"FROM {table} WHERE id = ?",
+            (version, now_timestamp(), written.by.value, written.operation.value, memory_id),
+        )
+        conn.execute(
+            "DELETE FROM memory_versions WHERE memory_id = ? AND version <= ?",
+            (memory_id, version - self.history_limit),
+        )
+
+    def memory_history(self, memory_id: int, viewer_id: int) -> list[MemoryVersion]:
+        with self.atomic():
+            try:
+                live: MemoryRecord | None = self.get_memory(memory_id, viewer_id)
+            except NotFound:
+                live = None
+                self._trashed(memory_id, viewer_id)  # raises NotFound when not the viewer's
+            rows = self._read(
+                f"SELECT {VERSION_COLUMNS} FROM memory_versions WHERE memory_id = ? "
+                "ORDER BY version DESC",
+                (memory_id,),
+            )
+        if not rows and live is not None:
+            return [first_version(live)]
+        return [version_from_row(row) for row in rows]
+
+    # the trash --------------------------------------------------------------------------------
+    def _trashed(self, memory_id: int, owner_id: int) -> Any:
+        row = self._conn.execute(
+            "SELECT agent_id, scope, embedding_state, embedding FROM memory_trash WHERE id = ?",
+            (memory_id,),
+        ).fetchone()
+        if row is None or not (row[0] == owner_id or (owner_id == PERSON and row[1] == "shared")):
+            raise NotFound(f"No memory with id {memory_id} is in this agent's trash.")
+        return row
+
+    def delete_memory(self, memory_id: int, owner_id: int, *, by: Actor = Actor.AGENT) -> None:
+        with self.atomic() as conn:
+            self._owned(memory_id, owner_id)
+            latest = self._latest_version(conn, memory_id)
+            self._record_version(
+                conn, memory_id, latest, Change(by, Operation.FORGET), table="memories"
+            )
+            blob = None
+            if self._index.exists():
+                found = conn.execute(
+                    "SELECT embedding FROM memory_vec WHERE memory_id = ?", (memory_id,)
+                ).fetchone()
+                blob = None if found is None else found[0]
+            conn.execute(
+                f"INSERT INTO memory_trash({STORED_COLUMNS}, embedding, deleted_at, deleted_by) "
+                f"SELECT {STORED_COLUMNS}, ?, ?, ? FROM memories WHERE id = ?",
+                (blob, now_timestamp(), by.value, memory_id),
+            )
+            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))  # FTS: trigger
+            self._index.delete(memory_id)
+
+    def restore_memory(self, memory_id: int, owner_id: int, *, by: Actor) -> MemoryRecord:
+        with self.atomic() as conn:
+            _, _, state, blob = self._trashed(memory_id, owner_id)
+            conn.execute(
+                f"INSERT INTO memories({STORED_COLUMNS}) SELECT {STORED_COLUMNS} "
+                "FROM memory_trash WHERE id = ?",
+                (memory_id,),
+            )
+            conn.execute("DELETE FROM memory_trash WHERE id = ?", (memory_id,))
+            record = self.get_memory(memory_id, owner_id)
+            vector = None
+            if state == "ready" and blob is not None:
+                vector = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+            self._index.write(record, vector, new=True)
+            latest = self._latest_version(conn, memory_id)
+            self._record_version(
+                conn, memory_id, latest, Change(by, Operation.RESTORE), table="memories"
+            )
+            return self.get_memory(memory_id, owner_id)
+
+    def list_trash(self, owner_id: int, limit: int, offset: int) -> tuple[list[TrashedMemory], int]:
+        where = "scope = 'shared'" if owner_id == PERSON else "agent_id = :owner"
+        with self.atomic():
+            total = self._read(
+                f"SELECT count(*) FROM memory_trash WHERE {where}", {"owner": owner_id}
+            )
+            rows = self._read(
+                f"SELECT {MEMORY_COLUMNS}, deleted_at, deleted_by FROM memory_trash "
+                f"WHERE {where} ORDER BY deleted_at DESC, id DESC LIMIT :limit OFFSET :offset",
+                {"owner": owner_id, "limit": limit, "offset": offset},
+            )
+        trashed = [TrashedMemory(memory_from_row(r), r[16], Actor(r[17])) for r in rows]
+        return trashed, int(total[0][0])
+
+    # purge ------------------------------------------------------------------------------------
+    def _erase(self, conn: Any, ids: Sequence[int]) -> int:
+        """Delete the memories' rows, trash rows, versions and vectors (in the transaction)."""
+        erased = 0
+        for memory_id in ids:
+            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))  # FTS: trigger
+            erased_live = conn.changes()
+            conn.execute("DELETE FROM memory_trash WHERE id = ?", (memory_id,))
+            erased += int(bool(erased_live or conn.changes()))
+            conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+            if erased_live:
+                self._index.delete(memory_id)
+        return erased
+
+    def _scrub(self) -> None:
+        """After erasing: merge the full-text index (dropping deleted entries from its segments)
+        and move every WAL frame into the file, then truncate the WAL."""
+        with self.atomic() as conn:
+            conn.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            log.warning(
+                "The WAL of the hive file could not be truncated (another connection is reading); "
+                "erased text stays in it until the next checkpoint."
+            )
+
+    def purge_memory(self, memory_id: int) -> bool:
+        with self.atomic() as conn:
+            erased = self._erase(conn, [memory_id])
+        if erased:
+            self._scrub()
+        return bool(erased)
+
+    def purge_trash(self, deleted_before: str) -> int:
+        with self.atomic() as conn:
+            ids = [
+                int(row[0])
+                for row in conn.execute(
+                    "SELECT id FROM memory_trash WHERE deleted_at < ?", (deleted_before,)
+                )
+            ]
+            erased = self._erase(conn, ids)
+        if erased:
+            self._scrub()
+        return erased
+
+    def _forget_agent_history(self, conn: Any, agent_id: int, private_ids: Sequence[int]) -> None:
+        """``delete_agent``: its private memories' versions and its trashed private memories
+        go; its trashed shared ones stay, owned by no agent."""
+        trashed = [
+            int(row[0])
+            for row in conn.execute(
+                "SELECT id FROM memory_trash WHERE agent_id = ? AND scope = 'private'", (agent_id,)
+            )
+        ]
+        for memory_id in [*private_ids, *trashed]:
+            conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+        conn.execute(
+            "DELETE FROM memory_trash WHERE agent_id = ? AND scope = 'private'", (agent_id,)
+        )
+        conn.execute("UPDATE memory_trash SET agent_id = NULL WHERE agent_id = ?", (agent_id,))
+
+    # profiles ---------------------------------------------------------------------------------
+    def _record_profile(self, conn: Any, agent_id: int, written: Change) -> None:
+        """After a profile write: its new revision as a version (the one before it recorded
+        first, if it was not), old versions pruned. ``PROFILE_BEFORE`` ran before the write."""
+        conn.execute(
+            f"INSERT OR REPLACE INTO profile_versions({PROFILE_VERSION_COLUMNS}) "
+            "SELECT agent_id, revision, text, tokens, updated_at, ?, ? FROM profiles "
+            "WHERE agent_id = ?",
+            (written.by.value, written.operation.value, agent_id),
+        )
+        conn.execute(
+            "DELETE FROM profile_versions WHERE agent_id = ? AND version <= "
+            "(SELECT revision FROM profiles WHERE agent_id = ?) - ?",
+            (agent_id, agent_id, self.history_limit),
+        )
+
+    def get_profile(self, agent_id: int) -> ProfileRecord:
+        raise NotImplementedError  # provided by SQLiteStore
+
+    def profile_history(self, agent_id: int) -> list[ProfileVersion]:
+        with self.atomic():
+            current = self.get_profile(agent_id)
+            rows = self._read(
+                f"SELECT {PROFILE_VERSION_COLUMNS} FROM profile_versions WHERE agent_id = ? "
+                "ORDER BY version DESC",
+                (agent_id,),
+            )
+        return with_current(current, [profile_version_from_row(row) for row in rows])
