@@ -88,6 +88,51 @@ class MemoryList(BaseModel):
     warning: str | None = Field(default=None, description="Set when search was degraded.")
 
 
+class MemoryVersionOut(BaseModel):
+    """``version_view``: one state of a memory, and who made it, when and how."""
+
+    version: int
+    content: str
+    category: CategoryName
+    subject: str | None
+    importance: int | None
+    scope: ScopeName
+    changed_at: str
+    changed_by: str = Field(description="agent, person, maintenance or import.")
+    operation: str = Field(description="create, update, forget or restore.")
+
+
+class ProfileVersionOut(BaseModel):
+    """``profile_version_view``: one revision of a profile."""
+
+    version: int = Field(description="The profile's revision.")
+    text: str
+    tokens: int
+    changed_at: str
+    changed_by: str = Field(description="agent, person, maintenance or import.")
+    operation: str = Field(description="create, edit, set, rewrite, regenerate, import, restore.")
+
+
+class RestoreBody(Body):
+    version: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_ID,
+        description="The version to make current again; a memory without one leaves the trash.",
+    )
+
+
+class TrashedOut(MemoryOut):
+    deleted_at: str
+    deleted_by: str
+
+
+class TrashList(BaseModel):
+    memories: list[TrashedOut]
+    total: int
+    has_more: bool
+
+
 class NewMemoryBody(MemorizeArgs):
     """``memorize``'s arguments, plus when the remembered thing happened (for imports)."""
 
@@ -108,7 +153,8 @@ class MemoryWritten(BaseModel):
     duplicate: bool = Field(description="True: an equivalent memory existed and is returned.")
     similar: list[SimilarMemory] = Field(
         default_factory=list,
-        description="Close memories already visible (at most 3): one may be outdated by this one.",
+        description="Close memories already visible (at most 3, left out when none): one may "
+        "be outdated by this one.",
     )
 
 

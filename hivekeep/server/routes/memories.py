@@ -18,6 +18,8 @@ from hivekeep.server.schemas import (
     NewMemoryBody,
     SimilarMemory,
 )
+from hivekeep.store.base import PERSON
+from hivekeep.types import Actor
 from hivekeep.views import memory_view, similar_view
 
 router = APIRouter(prefix="/agents/{agent}/memories", tags=["memories"])
@@ -82,10 +84,11 @@ def create_memory(agent: AgentDep, body: NewMemoryBody, response: Response) -> M
     [written] = agent.memorize_many([body.model_dump()])
     if written.duplicate:
         response.status_code = 200
+    similar = [SimilarMemory(**similar_view(m)) for m in written.similar]
     return MemoryWritten(
         memory=_out(memory_view(written.memory, agent.id)),
         duplicate=written.duplicate,
-        similar=[SimilarMemory(**similar_view(m)) for m in written.similar],
+        **({"similar": similar} if similar else {}),  # left out when none, as in the tool
     )
 
 
@@ -99,17 +102,33 @@ def get_memory(agent: AgentDep, memory_id: MemoryId, hive: HiveDep) -> MemoryOut
 def update_memory(agent: AgentDep, memory_id: MemoryId, body: MemoryPatch) -> MemoryOut:
     """Change a memory this agent wrote; fields left out are kept."""
     changes = body.model_dump(exclude_unset=True)
-    return _out(memory_view(agent.update_memory(memory_id, **changes), agent.id))
+    updated = agent.update_memory(memory_id, **changes, by=Actor.PERSON)
+    return _out(memory_view(updated, agent.id))
+
+
+Purge = Annotated[
+    bool, Query(description="Erase it for good (no trash, no history, no trace in the file).")
+]
 
 
 @router.delete("/{memory_id}", status_code=204)
-def delete_memory(agent: AgentDep, memory_id: MemoryId) -> None:
-    """Forget a memory this agent wrote."""
-    agent.forget(memory_id)
+def delete_memory(
+    agent: AgentDep, memory_id: MemoryId, hive: HiveDep, purge: Purge = False
+) -> None:
+    """Forget a memory this agent wrote: it goes to the trash (``POST …/restore`` undoes it).
+    ``?purge=true`` erases it, or one already in the trash, for good."""
+    if purge:
+        hive.history.purge_owned(agent.id, memory_id)
+    else:
+        agent.forget(memory_id, by=Actor.PERSON)
 
 
 @shared_router.delete("/{memory_id}", status_code=204)
-def forget_shared_memory(memory_id: MemoryId, hive: HiveDep) -> None:
+def forget_shared_memory(memory_id: MemoryId, hive: HiveDep, purge: Purge = False) -> None:
     """Forget a shared memory as a person, whoever wrote it: the way to remove a shared memory
-    whose author was deleted (no agent owns it). Private memories are not reached here."""
-    hive.forget_memory(memory_id)
+    whose author was deleted (no agent owns it); it goes to the trash. ``?purge=true`` erases
+    it for good. Private memories are not reached here."""
+    if purge:
+        hive.history.purge_owned(PERSON, memory_id)
+    else:
+        hive.forget_memory(memory_id)
