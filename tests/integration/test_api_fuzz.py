@@ -56,6 +56,7 @@ FUZZED = (
     "GET /api/agents/{agent}/memories/{memory_id}",
     "PATCH /api/agents/{agent}/memories/{memory_id}",
     "DELETE /api/agents/{agent}/memories/{memory_id}",
+    "DELETE /api/memories/{memory_id}",
     "GET /api/agents/{agent}/profile",
     "PUT /api/agents/{agent}/profile",
     "GET /api/tools",
