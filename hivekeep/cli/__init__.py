@@ -39,6 +39,10 @@ COMMANDS = {
     "export": "transfer:export",
     "import": "transfer:import_",
     "backup": "backup:backup",
+    "history": "history:history",
+    "restore": "history:restore",
+    "trash": "history:trash",
+    "purge": "history:purge",
 }
 
 _DB_KEY = "hivekeep.db"

@@ -89,6 +89,21 @@ class HistoryService:
         self.purge_expired()
         return self.store.list_trash(agent_id, limit, offset)
 
+    def purge_owned(self, owner_id: int, memory_id: int) -> None:
+        """Purge a memory that ``owner_id`` may forget or restore (``PERSON``: a shared one),
+        live or trashed; NotFound for anything else."""
+        versions = self.store.memory_history(memory_id, owner_id)  # NotFound: not visible
+        live = self.store.fetch_memories(owner_id, [memory_id]).get(memory_id)
+        mine = versions[0].operation is Operation.FORGET  # in the trash: only its owner sees it
+        if live is not None:
+            mine = owner_id == PERSON or live.agent_id == owner_id
+        if not mine:
+            raise NotFound(
+                f"No memory with id {memory_id} belongs to this agent "
+                "(shared memories can only be purged by their author or a person)."
+            )
+        self.store.purge_memory(memory_id)
+
     def purge(self, memory_id: int) -> bool:
         """Erase a memory for good, live or trashed, leaving no trace of its text."""
         return self.store.purge_memory(memory_id)

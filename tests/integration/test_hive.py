@@ -106,13 +106,19 @@ def test_older_file_is_migrated_on_open(db_path: Path, table, monkeypatch) -> No
             "Sold the old car"
         ]  # found through the date indexed by m002
     conn = apsw.Connection(str(db_path))
-    assert migrations.current_version(conn) == migrations.LATEST == 5
+    assert migrations.current_version(conn) == migrations.LATEST == 6
     assert migrations.pending(conn) == []
 
 
 def test_version_4_file_gets_ownerless_shared_memories(db_path: Path, table, monkeypatch) -> None:
     """m005 rebuilds the memories table: rows, full text, vectors and the id counter survive."""
-    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:4])
+    def m004_with_history(conn: object) -> None:  # today's code needs the history tables
+        migrations.m004_conversations(conn)
+        migrations.m006_history_and_trash(conn)
+
+    monkeypatch.setattr(
+        migrations, "MIGRATIONS", [*migrations.MIGRATIONS[:3], (4, "m4", m004_with_history)]
+    )
     monkeypatch.setattr(migrations, "LATEST", 4)
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
         alice = hive.create_agent("alice")
@@ -125,7 +131,7 @@ def test_version_4_file_gets_ownerless_shared_memories(db_path: Path, table, mon
         alice.forget(gone.memory.id)
     monkeypatch.undo()
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
-        assert migrations.current_version(hive.store._conn) == 5  # type: ignore[attr-defined]
+        assert migrations.current_version(hive.store._conn) == 6  # type: ignore[attr-defined]
         kept = hive.delete_agent("alice")
         assert (kept.private_memories, kept.shared_memories) == (1, 1)
         bob = hive.get_agent("bob")

@@ -8,13 +8,14 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from hivekeep.server import events
-from hivekeep.server.routes import agents, conversations, memories, profile, tools
+from hivekeep.server.routes import agents, conversations, history, memories, profile, tools
 
 ROUTERS: tuple[APIRouter, ...] = (
     agents.router,
     memories.router,
     memories.shared_router,
     profile.router,
+    history.router,
     tools.router,
     conversations.router,
     events.router,

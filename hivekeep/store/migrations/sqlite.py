@@ -300,10 +300,11 @@ def m006_history_and_trash(conn: Connection) -> None:
     first changes; a memory never changed has none). ``memory_trash`` holds forgotten memories
     whole, with their vector, out of the ``memories`` table and so out of every index and read
     until restored (same id) or purged. ``profile_versions`` holds each revision's text.
+    Idempotent (IF NOT EXISTS), as the tests build older files with these tables already in.
     """
     conn.execute(
         """
-        CREATE TABLE memory_versions (
+        CREATE TABLE IF NOT EXISTS memory_versions (
             memory_id INTEGER NOT NULL,
             version INTEGER NOT NULL,
             content TEXT NOT NULL,
@@ -317,7 +318,7 @@ def m006_history_and_trash(conn: Connection) -> None:
             PRIMARY KEY (memory_id, version)
         ) WITHOUT ROWID;
 
-        CREATE TABLE memory_trash (
+        CREATE TABLE IF NOT EXISTS memory_trash (
             id INTEGER PRIMARY KEY,
             agent_id INTEGER,
             author_name TEXT NOT NULL,
@@ -340,10 +341,10 @@ def m006_history_and_trash(conn: Connection) -> None:
             deleted_at TEXT NOT NULL,
             deleted_by TEXT NOT NULL
         );
-        CREATE INDEX memory_trash_agent ON memory_trash(agent_id, deleted_at);
-        CREATE INDEX memory_trash_deleted ON memory_trash(deleted_at);
+        CREATE INDEX IF NOT EXISTS memory_trash_agent ON memory_trash(agent_id, deleted_at);
+        CREATE INDEX IF NOT EXISTS memory_trash_deleted ON memory_trash(deleted_at);
 
-        CREATE TABLE profile_versions (
+        CREATE TABLE IF NOT EXISTS profile_versions (
             agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
             version INTEGER NOT NULL,
             text TEXT NOT NULL,
