@@ -213,14 +213,15 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "update_memory",
-        "Correct an archive memory you wrote: content, category, subject, scope or importance. "
-        f"{ROUTING_RULE}",
+        "Correct an archive memory you wrote: content, category, subject, scope or importance "
+        f"(the old version is kept; a person can undo the change). {ROUTING_RULE}",
         UpdateMemoryArgs,
         _update_memory,
     ),
     Tool(
         "forget",
-        "Delete an archive memory you wrote that is outdated or wrong.",
+        "Delete an archive memory you wrote that is outdated or wrong (it goes to a trash a "
+        "person can restore it from).",
         ForgetArgs,
         _forget,
     ),
