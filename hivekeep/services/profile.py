@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hivekeep.core import profile as doc
+from hivekeep.core.text import clean_text
 from hivekeep.core.tokens import count_tokens
 from hivekeep.errors import ConflictError, NotFound
 from hivekeep.events import EventBus
@@ -41,6 +42,8 @@ class ProfileService:
         changes and writes in one transaction, so concurrent edits queue instead of conflicting
         (a lost compare-and-swap would otherwise mean retries, and under load, failures)."""
 
+        content = clean_text(content, "content")  # control characters: see clean_text
+
         def change(current: ProfileRecord) -> tuple[str, int]:
             new_text = doc.apply_edit(current.text, section, operation, content, pin=pin)
             return new_text, doc.check_edit_budget(
@@ -66,7 +69,7 @@ class ProfileService:
         without it, the current revision is used (last writer wins, but never a half write).
         """
         current = self.store.get_profile(agent_id)
-        text = doc.serialise(doc.parse(text))
+        text = doc.serialise(doc.parse(clean_text(text, "text")))
         tokens = doc.check_edit_budget(current.text, text, self.budget, count_tokens)
         revision = current.revision if expected_revision is None else expected_revision
         saved = self.store.save_profile(
@@ -112,6 +115,8 @@ class ProfileService:
         current = self.store.get_profile(agent_id)
         if current.revision != expected_revision:
             return RewriteResult(False, current, (DROPPED,), conflict=True)
+        if candidate is not None:  # the model's own output: controls (NUL too) are dropped
+            candidate = clean_text(candidate.replace("\x00", ""), "profile")
         outcome = doc.guard_rewrite(current.text, candidate, self.budget, count_tokens)
         if not outcome.applied or outcome.text == current.text:
             return RewriteResult(False, current, outcome.notes or ("no change",))

@@ -92,6 +92,29 @@ def test_rest_strips_control_characters_and_refuses_nul(hive: Hive, api: TestCli
     assert sam.list_memories().total == 1
 
 
+def test_profiles_strip_control_characters_and_refuse_nul(hive: Hive, api: TestClient) -> None:
+    """The profile's write paths (the tool, a person's PUT, an automatic rewrite) clean it too."""
+    sam = hive.create_agent("sam")
+    edited = sam.call_tool(
+        "edit_profile", {"section": "User", "operation": "append", "content": "Likes \x1b[31mtea"}
+    )
+    assert "\x1b" not in edited["profile"] and "Likes [31mtea" in edited["profile"]
+    refused = sam.call_tool(
+        "edit_profile", {"section": "User", "operation": "append", "content": "a\u0000b"}
+    )
+    assert "NUL" in refused["error"]
+    put = api.put(f"/api/agents/{sam.id}/profile", json={"text": "## User\n- Bell\u0007 here\n"})
+    assert put.status_code == 200, put.text
+    assert sam.profile_text().strip() == "## User\n- Bell here"
+    nul = api.put(f"/api/agents/{sam.id}/profile", json={"text": "## User\n- a\u0000\n"})
+    assert nul.status_code == 422 and sam.profile_text().strip() == "## User\n- Bell here"
+    profile = sam.profile()
+    rewritten = hive.profiles.rewrite(
+        sam.id, "## User\n- From the model\x00\x1b[2J\n", profile.revision, "maintenance"
+    )
+    assert rewritten.updated and sam.profile_text().strip() == "## User\n- From the model[2J"
+
+
 def test_the_cli_prints_stored_escapes_visibly(
     tmp_path: Path, local_embedder: LocalEmbedder
 ) -> None:
