@@ -19,6 +19,8 @@ What each figure includes:
 - KNN: ``hive.store.vector_search`` alone (top 20), with the cache and with sqlite-vec (cache off).
 - recall tool: ``agent.call_tool("recall", ...)``, the query embedded by the real model.
 - memorize: one ``agent.memorize`` call (prepared vector; dedup against the archive included).
+- update: one ``agent.update_memory`` call changing the content (prepared vector; the old
+  version recorded in the same transaction).
 - open: ``Hive(path)`` on the built file; cache load: the first vector search after it.
 """
 
@@ -163,7 +165,13 @@ def measure_hive(
     plain.close()
     fresh = [f"Brand new note {i} about the harbour ferries and their timetable" for i in range(60)]
     embedder.add(fresh, make_corpus(60, 1, seed=len(corpus.texts)).vectors)
-    memorize = timed(lambda i: agent.memorize(fresh[i], category="fact"), 50)
+    stored: list[int] = []
+    memorize = timed(
+        lambda i: stored.append(agent.memorize(fresh[i], category="fact").memory.id), 50
+    )
+    changed = [f"{text}, changed for the winter season" for text in fresh]
+    embedder.add(changed, make_corpus(60, 1, seed=len(corpus.texts) + 60).vectors)
+    update = timed(lambda i: agent.update_memory(stored[i % len(stored)], content=changed[i]), 50)
     embedder.real = real
     tool = timed(lambda i: agent.call_tool("recall", {"query": queries[i % len(queries)]}), 100)
     embedder.real = None
@@ -175,6 +183,7 @@ def measure_hive(
         ("numpy", numpy_knn),
         ("sqlite_vec", sqlite_vec),
         ("memorize", memorize),
+        ("update", update),
         ("tool", tool),
     ):
         result[f"{name}_p50"], result[f"{name}_p95"] = pct(spent, 50), pct(spent, 95)
@@ -293,6 +302,11 @@ TABLES = [
         "1 agent: recall tool p50|one|tool_p50  p95|one|tool_p95  memorize p50|one|memorize_p50  "
         "p95|one|memorize_p95  10 agents: recall tool p50|ten|tool_p50  p95|ten|tool_p95  "
         "memorize p50|ten|memorize_p50  p95|ten|memorize_p95",
+    ),
+    (
+        "Writes (ms): update_memory changes the content (its old version recorded)",
+        "1 agent: update p50|one|update_p50  p95|one|update_p95  "
+        "10 agents: update p50|ten|update_p50  p95|ten|update_p95",
     ),
     (
         "Bulk ingest (memorize_many, 1,000 per call, dedup included, prepared vectors), file, open",

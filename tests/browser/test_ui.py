@@ -242,3 +242,52 @@ def test_the_ui_works_under_the_guard_and_another_sites_page_cannot_post(
         assert not errors, errors
     finally:
         context.close()
+
+
+def test_memory_history_shows_a_diff_and_restores_and_the_trash_restores(page: Page) -> None:
+    create_agent(page)
+    page.get_by_role("tab", name="Memory").click()
+    add_memory(page, "Ann lives in Lisbon since May")
+    item = page.locator(".memories .memory", has_text="Lisbon")
+    item.get_by_role("button", name="Edit").click()
+    editor = page.locator(".memories form.memory-form")
+    editor.get_by_label("Content").fill("Ann lives in Porto since May")
+    editor.get_by_role("button", name="Save changes").click()
+    item = page.locator(".memories .memory", has_text="Porto")
+    item.get_by_role("button", name=re.compile("^History")).click()
+    history = page.get_by_role("list", name="History")
+    expect(history.locator(".version")).to_have_count(2)
+    expect(history.locator("ins").first).to_have_text("Porto")
+    expect(history.locator("del").first).to_have_text("Lisbon")
+    history.get_by_role("button", name="Restore version 1").click()
+    expect(page.locator(".memories .content", has_text="Lisbon")).to_be_visible()
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator(".memories .memory", has_text="Lisbon").get_by_role(
+        "button", name=re.compile("^Delete")
+    ).click()
+    expect(page.locator(".memories .memory")).to_have_count(0)
+    page.get_by_text("Trash", exact=True).click()
+    trash = page.get_by_role("list", name="Trash")
+    expect(trash.locator(".memory", has_text="Lisbon")).to_be_visible()
+    trash.get_by_role("button", name=re.compile("^Restore memory")).click()
+    expect(page.locator(".memories:not(.trash) .content", has_text="Lisbon")).to_be_visible()
+    expect(trash.locator(".memory")).to_have_count(0)
+
+
+def test_profile_history_restores_an_older_text(page: Page) -> None:
+    create_agent(page)
+    page.get_by_role("tab", name="Memory").click()
+    profile = page.get_by_label("Profile document (markdown)")
+    profile.fill("## Health\n- allergic to peanuts\n")
+    page.get_by_role("button", name="Save profile").click()
+    expect(page.locator(".result.ok")).to_contain_text("Saved")
+    profile.fill("## Health\n- nothing known\n")
+    page.get_by_role("button", name="Save profile").click()
+    expect(page.locator(".result.ok")).to_contain_text("Saved")
+    page.get_by_role("button", name="History", exact=True).click()
+    history = page.locator(".profile-history").get_by_role("list", name="History")
+    expect(history.locator(".version")).to_have_count(3)
+    history.get_by_role("button", name="Restore version 1").click()
+    expect(profile).to_have_value(re.compile("allergic to peanuts"))
+    expect(page.locator(".result.ok")).to_contain_text("Restored version 1")

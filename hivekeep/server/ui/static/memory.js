@@ -1,6 +1,7 @@
 // Memory tab: the profile editor (with a live ≈ token estimate) and the searchable archive.
 import { api } from "./api.js";
 import { h, field, options, CATEGORIES, SCOPES } from "./dom.js";
+import { historyList, trashView } from "./history.js";
 
 const PAGE = 20;
 // About 4 characters a token for English text: a hint only, the server's count decides.
@@ -12,6 +13,8 @@ function profileEditor(agent) {
   const message = h("p", { role: "status", class: "result" });
   const save = h("button", { type: "submit" }, "Save profile");
   const regenerate = h("button", { type: "button", class: "secondary" }, "Regenerate");
+  const historyButton = h("button", { type: "button", class: "secondary" }, "History");
+  const history = h("div", { class: "profile-history" });
   let profile = null;
   let dirty = false;
 
@@ -53,7 +56,18 @@ function profileEditor(agent) {
     save.disabled = false;
   } },
   h("h3", {}, "Profile"), ...field("Profile document (markdown)", text), gauge,
-  h("div", { class: "row" }, save, regenerate), message);
+  h("div", { class: "row" }, save, regenerate, historyButton), message, history);
+
+  async function showHistory() {
+    const versions = await api(`/agents/${agent.id}/profile/history`);
+    history.replaceChildren(h("h4", {}, "Profile history"), historyList(versions, "text", async (version) => {
+      await api(`/agents/${agent.id}/profile/restore`, { method: "POST", body: { version } });
+      await load(true);
+      report(true, `Restored version ${version}.`);
+      await showHistory();
+    }));
+  }
+  historyButton.addEventListener("click", () => (history.childElementCount ? history.replaceChildren() : showHistory()));
 
   regenerate.addEventListener("click", async () => {
     if (!confirm("Rewrite the profile from the archive? Pinned lines are kept; your other edits are replaced.")) return;
@@ -85,6 +99,7 @@ function memoryItem(agent, memory, reload) {
     h("small", {}, memory.age));
   const actions = own ? h("div", { class: "row" },
     h("button", { type: "button", class: "secondary", onclick: () => edit() }, "Edit"),
+    h("button", { type: "button", class: "secondary", "aria-label": `History of memory ${memory.id}`, onclick: () => showHistory() }, "History"),
     h("button", { type: "button", class: "danger", "aria-label": `Delete memory ${memory.id}`, onclick: async () => {
       if (!confirm("Delete this memory?")) return;
       await api(`/agents/${agent.id}/memories/${memory.id}`, { method: "DELETE" });
@@ -97,6 +112,15 @@ function memoryItem(agent, memory, reload) {
       reload();
     } }, "Delete")) : null;
   item.append(h("p", { class: "content" }, memory.content), badges, actions);
+
+  async function showHistory() {
+    const versions = await api(`/agents/${agent.id}/memories/${memory.id}/history`);
+    const close = h("button", { type: "button", class: "secondary", onclick: () => reload() }, "Close history");
+    item.replaceChildren(h("p", { class: "content" }, memory.content), historyList(versions, "content", async (version) => {
+      await api(`/agents/${agent.id}/memories/${memory.id}/restore`, { method: "POST", body: { version } });
+      reload();
+    }), close);
+  }
 
   function edit() {
     const form = memoryForm(memory, async (body) => {
@@ -160,7 +184,7 @@ function archive(agent) {
     }
     try {
       const page = await api(`/agents/${agent.id}/memories?${params}`);
-      if (live && list.querySelector("form")) return; // an edit started meanwhile: keep it
+      if (live && list.querySelector("form, .history")) return; // an edit or history is open: keep it
       list.replaceChildren(...page.memories.map((m) => memoryItem(agent, m, load)));
       const shown = page.memories.length;
       summary.textContent = shown ? `${offset + 1}–${offset + shown} of ${page.total}` +
@@ -192,7 +216,9 @@ function archive(agent) {
     h("details", {}, h("summary", {}, "Add a memory"), add),
     search, summary, list, h("div", { class: "row" }, previous, next));
   // A live refresh must not throw away an edit in progress (a save reloads anyway).
-  const refresh = () => { if (!list.querySelector("form")) load(true); };
+  const trash = trashView(agent, () => load());
+  section.append(trash.section);
+  const refresh = () => { trash.load(); if (!list.querySelector("form, .history")) load(true); };
   return { section, load, refresh };
 }
 
