@@ -35,7 +35,7 @@ WordSimilarity = Callable[[str, str], float]
 """Similarity of two single words in [-1, 1] (cosine of their embeddings)."""
 
 DEDUP_THRESHOLD = 0.90
-SIMILAR_THRESHOLD = 0.80
+SIMILAR_THRESHOLD = 0.60  # MiniLM: "lives in Lisbon" / "lives in Berlin" is 0.61
 SYNONYM_THRESHOLD = 0.90
 MAX_SIMILAR = 3
 NEIGHBOURS = 8  # candidates the store hands to the rule per write (the closest visible ones)
