@@ -51,9 +51,12 @@ def test_everyday_changed_facts_are_all_kept(hive: Hive) -> None:
         ("Anna's phone number is 555-0142.", "Anna's phone number is 555-0199."),
         ("The user prefers the window seat.", "The user no longer prefers the window seat."),
     ]
+    pairs.append(("The user lives in Lisbon.", "The user lives in Berlin."))  # cosine 0.61
     for old, new in pairs:
-        agent.memorize(old, category="fact")
-        assert agent.memorize(new, category="fact").duplicate is False, new
+        kept = agent.memorize(old, category="fact").memory
+        written = agent.memorize(new, category="fact")
+        assert written.duplicate is False, new
+        assert kept.id in [m.id for m in written.similar], new  # pointed at the old fact
     assert agent.list_memories(limit=50).total == 2 * len(pairs)
 
 
