@@ -5,16 +5,20 @@ A mixin so that ``store.py`` stays about live memories; it relies on the host cl
 ``history_limit``. Trashed memories live whole in ``memory_trash`` (their vector as a BLOB), out
 of ``memories`` and so out of the full-text and vector indexes and of every read.
 
-Purge erases for real: the connection runs with ``secure_delete`` on (freed content is zeroed),
-the full-text index is merged into one segment (FTS5 keeps deleted entries in old segments until
-a merge) and the WAL is checkpointed and truncated, so the text is in neither file afterwards.
+Purge erases for real. ``secure_delete`` is off on the write path (an update or a forget leaves the
+old bytes in free space, as SQLite does by default; the text is still in the history or the trash
+anyway), so a purge turns it on for itself: the rows go with their content zeroed, the full-text
+index is merged into one segment (FTS5 keeps deleted entries in old segments until a merge), the
+file is rebuilt (``VACUUM``: the free space earlier writes left behind goes) and the WAL is
+checkpointed and truncated, so the text is in neither file afterwards.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -63,6 +67,7 @@ PROFILE_BEFORE = (
 class HistoryRows:
     _conn: Any
     _index: VectorIndex
+    _lock: threading.RLock
     history_limit: int
 
     def atomic(self) -> AbstractContextManager[Any]:
@@ -204,11 +209,25 @@ class HistoryRows:
                 self._index.delete(memory_id)
         return erased
 
+    @contextmanager
+    def _secure_delete(self) -> Iterator[None]:
+        """``secure_delete`` on for the purge only (a per-connection pragma): what it deletes is
+        zeroed, not left in free space. The write path runs without it (docs/benchmarks.md)."""
+        with self._lock:
+            self._conn.execute("PRAGMA secure_delete = ON")
+            try:
+                yield
+            finally:
+                self._conn.execute("PRAGMA secure_delete = OFF")
+
     def _scrub(self) -> None:
-        """After erasing: merge the full-text index (dropping deleted entries from its segments)
-        and move every WAL frame into the file, then truncate the WAL."""
+        """After erasing (under ``_secure_delete``): merge the full-text index (dropping deleted
+        entries from its segments), rebuild the file (VACUUM: no free space, where updates and
+        forgets made before the purge left old bytes) and move every WAL frame into the file,
+        then truncate the WAL."""
         with self.atomic() as conn:
             conn.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
+        self._conn.execute("VACUUM")
         self._checkpoint()
 
     def _checkpoint(self) -> None:
@@ -220,23 +239,31 @@ class HistoryRows:
             )
 
     def purge_memory(self, memory_id: int) -> bool:
-        with self.atomic() as conn:
-            erased = self._erase(conn, [memory_id])
-        if erased:
-            self._scrub()
+        with self._secure_delete():
+            with self.atomic() as conn:
+                erased = self._erase(conn, [memory_id])
+            if erased:
+                self._scrub()
         return bool(erased)
 
     def purge_trash(self, deleted_before: str) -> int:
-        with self.atomic() as conn:
-            ids = [
-                int(row[0])
-                for row in conn.execute(
-                    "SELECT id FROM memory_trash WHERE deleted_at < ?", (deleted_before,)
-                )
-            ]
-            erased = self._erase(conn, ids)
-        if erased:
-            self._scrub()
+        with self._lock:
+            expired = self._conn.execute(
+                "SELECT 1 FROM memory_trash WHERE deleted_at < ? LIMIT 1", (deleted_before,)
+            ).fetchone()
+        if expired is None:  # the common case, checked at every open: no pragma, no scrub
+            return 0
+        with self._secure_delete():
+            with self.atomic() as conn:
+                ids = [
+                    int(row[0])
+                    for row in conn.execute(
+                        "SELECT id FROM memory_trash WHERE deleted_at < ?", (deleted_before,)
+                    )
+                ]
+                erased = self._erase(conn, ids)
+            if erased:
+                self._scrub()
         return erased
 
     def _forget_agent_history(self, conn: Any, agent_id: int, private_ids: Sequence[int]) -> None:

@@ -102,8 +102,7 @@ class SQLiteStore(HistoryRows, ConversationRows):
         else:
             self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
-        # Deleted content is zeroed, not left in free space: a purge leaves no trace of the text.
-        self._conn.execute("PRAGMA secure_delete = ON")
+        # secure_delete stays off on the write path; a purge turns it on for itself (history.py)
         migrations.migrate(self._conn, now_timestamp())
         self._index = VectorIndex(self._conn, cached=vector_cache)
 
