@@ -132,6 +132,14 @@ SETTINGS: tuple[Setting, ...] = (
         "(0 turns it off). Default: the embedder's calibrated weight, else 0.",
     ),
     Setting(
+        "MEMORY_SUBJECT_WEIGHT",
+        "subject_weight",
+        _non_negative_float,
+        None,
+        "Subject-aware recall: weight of a third fused list, the candidates whose subject the "
+        "query names (0 turns it off). Default: the embedder's calibrated weight, else 0.",
+    ),
+    Setting(
         "MEMORY_DEDUP_THRESHOLD",
         "dedup_threshold",
         _unit_float,
@@ -236,7 +244,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 
-SEED_RECALL = RecallDefaults(similarity_floor=0.5, rrf_k=60, fts_weight=0.5, feedback_weight=0.0)
+SEED_RECALL = RecallDefaults(
+    similarity_floor=0.5, rrf_k=60, fts_weight=0.5, feedback_weight=0.0, subject_weight=0.0
+)
 
 
 @dataclass(frozen=True)
@@ -249,6 +259,7 @@ class Settings:
     rrf_k: int | None = None
     fts_weight: float | None = None
     feedback_weight: float | None = None
+    subject_weight: float | None = None
     dedup_threshold: float = 0.90
     recall_limit: int = 10
     profile_max_tokens: int = 1500
@@ -336,5 +347,9 @@ class Settings:
             return getattr(SEED_RECALL, name)
 
         return RecallDefaults(
-            pick("similarity_floor"), pick("rrf_k"), pick("fts_weight"), pick("feedback_weight")
+            pick("similarity_floor"),
+            pick("rrf_k"),
+            pick("fts_weight"),
+            pick("feedback_weight"),
+            pick("subject_weight"),
         )

@@ -39,6 +39,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
         "MEMORY_SIMILARITY_THRESHOLD",
         "MEMORY_RRF_K",
         "MEMORY_FTS_BOOST",
+        "MEMORY_SUBJECT_WEIGHT",
         "MEMORY_PROFILE_MAX_TOKENS",
         "HIVEKEEP_LLM",
         "MEMORY_EXTRACTION_MODEL",

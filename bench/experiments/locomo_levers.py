@@ -1,22 +1,26 @@
-"""Retrieval levers measured on LoCoMo outside the product path, each alone, with one command.
+"""Retrieval levers measured on LoCoMo outside the product path, by leave-one-conversation-out.
 
-    python bench/experiments/locomo_levers.py [--data PATH]
+    python bench/experiments/locomo_levers.py [--data PATH] [--setup plain|subject|said]
 
-Builds, per conversation, an in-memory FTS5 index and MiniLM vectors of every turn (the same
-texts as bench/locomo_retrieval.py), then evaluates variants of the full-text query and of the
-fusion offline. Figures are recall@5/10/20 of the evidence turns over the 760 scorable questions.
-What was kept went into hivekeep (see docs/benchmarks.md); the rest is here so it can be checked.
+Builds, per conversation, in-memory FTS5 indexes (content, subject, context, as the product's)
+and MiniLM vectors of every turn (the same texts as bench/locomo_retrieval.py; vectors cached
+outside the repo by bench/locomo_folds.py, so a re-run embeds nothing), then evaluates variants
+of the full-text query and of the fusion offline. Set-ups: ``plain`` (no subject, the date as
+``created_at`` only: issue 3's set-up), ``subject`` (subject = speaker on every turn), ``said``
+(subject = speaker and ``source_context`` "said on 8 May 2023"). Every figure is per fold (one
+conversation) and the mean of folds; each lever is compared with its baseline on every fold, and
+a joint grid is chosen on four conversations and scored on the fifth.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import product
 from pathlib import Path
 
 import apsw
@@ -25,12 +29,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.locomo_data import DEFAULT_PATH, Conversation, load
+from bench.locomo_folds import cached_vectors, fold_table, leave_one_out, per_fold, wins
 from hivekeep.core import fts_query
 from hivekeep.core.fusion import Ranked, fuse
+from hivekeep.core.subjects import named_subjects
 from hivekeep.providers.embeddings.local import LocalEmbedder
 
 KS = (5, 10, 20)
 DEPTH = 100
+FEEDBACK_DOCS = 3
+
+
+def spoken_date(when: datetime) -> str:
+    return f"{when.day} {when.strftime('%B')} {when.year}"
 
 
 @dataclass
@@ -38,172 +49,256 @@ class Question:
     evidence: frozenset[str]
     terms: tuple[str, ...]
     vector: np.ndarray
+    named: set[str]
 
 
 @dataclass
 class Corpus:
-    """One conversation: an FTS index (content + optional date column) and turn vectors."""
-
+    name: str
     ids: list[str]
+    subjects: list[str | None]
     matrix: np.ndarray
-    fts: apsw.Connection
-    doc_terms: list[set[str]]
+    fts: dict[str, apsw.Connection]
     questions: list[Question]
+    cache: dict[tuple[object, ...], list[int]] = field(default_factory=dict)
 
 
-def spoken_date(turn_when: object) -> str:
-    return f"{turn_when.day} {turn_when.strftime('%B')} {turn_when.year}"  # type: ignore[attr-defined]
-
-
-def build(conv: Conversation, embedder: LocalEmbedder, tokenizer: str) -> Corpus:
+def index(rows: Sequence[tuple[int, str, str, str]], tokenizer: str) -> apsw.Connection:
     fts = apsw.Connection(":memory:")
-    fts.execute(f"CREATE VIRTUAL TABLE f USING fts5(content, context, tokenize='{tokenizer}')")
-    fts.executemany(
-        "INSERT INTO f(rowid, content, context) VALUES (?, ?, ?)",
-        [(i, t.text, spoken_date(t.when)) for i, t in enumerate(conv.turns)],
+    fts.execute(
+        f"CREATE VIRTUAL TABLE f USING fts5(content, subject, context, tokenize='{tokenizer}')"
     )
-    matrix = np.stack(embedder.embed([t.text for t in conv.turns]))
-    vectors = embedder.embed([q.text for q in conv.questions])
+    fts.executemany("INSERT INTO f(rowid, content, subject, context) VALUES (?, ?, ?, ?)", rows)
+    return fts
+
+
+def build(conv: Conversation, embedder: LocalEmbedder, setup: str) -> Corpus:
+    porter = "porter unicode61 remove_diacritics 2"
+    with_subject = setup != "plain"
+    rows = []
+    for i, t in enumerate(conv.turns):
+        context = spoken_date(t.when)
+        if setup == "said":
+            context = f"said on {context} {context}"
+        rows.append((i, t.text, t.speaker if with_subject else "", context))
+    fts = {"porter": index(rows, porter), "unicode61": index(rows, "unicode61 remove_diacritics 2")}
+    matrix = cached_vectors(embedder.model_id, [t.text for t in conv.turns], embedder.embed)
+    vectors = cached_vectors(embedder.model_id, [q.text for q in conv.questions], embedder.embed)
+    subjects: list[str | None] = [t.speaker if with_subject else None for t in conv.turns]
+    visible = {s for s in subjects if s}
     questions = [
-        Question(q.evidence, fts_query.terms(q.text), v)
+        Question(q.evidence, fts_query.terms(q.text), v, named_subjects(q.text, visible))
         for q, v in zip(conv.questions, vectors, strict=True)
     ]
-    doc_terms = [set(fts_query.terms(t.text.split(":", 1)[1])) for t in conv.turns]
-    return Corpus([t.dia_id for t in conv.turns], matrix, fts, doc_terms, questions)
+    return Corpus(conv.sample_id, [t.dia_id for t in conv.turns], subjects, matrix, fts, questions)
 
 
 def text_ranking(
-    corpus: Corpus, terms: Sequence[str], *, date: bool, and_first: bool, prefix: bool
+    corpus: Corpus,
+    terms: Sequence[str],
+    *,
+    date: bool = True,
+    and_first: bool = True,
+    prefix: bool = True,
+    tokenizer: str = "porter",
 ) -> list[int]:
+    key = (tuple(terms), date, and_first, prefix, tokenizer)
+    if key in corpus.cache:
+        return corpus.cache[key]
     quoted = [f'"{t}"{"*" if prefix else ""}' for t in terms]
-    if not quoted:
-        return []
-    scope = "" if date else "{content} : "
+    fts = corpus.fts[tokenizer]
+    scope = "" if date else "{content subject} : "
     found: list[int] = []
-    if and_first and len(quoted) > 1:
-        found = [
-            r[0]
-            for r in corpus.fts.execute(
-                "SELECT rowid FROM f WHERE f MATCH ? ORDER BY rank LIMIT ?",
-                (scope + "(" + " AND ".join(quoted) + ")", DEPTH),
-            )
-        ]
-    for (rowid,) in corpus.fts.execute(
-        "SELECT rowid FROM f WHERE f MATCH ? ORDER BY rank LIMIT ?",
-        (scope + "(" + " OR ".join(quoted) + ")", DEPTH),
-    ):
-        if rowid not in found:
-            found.append(rowid)
+    if quoted and and_first and len(quoted) > 1:
+        sql = "SELECT rowid FROM f WHERE f MATCH ? ORDER BY rank LIMIT ?"
+        found = [r[0] for r in fts.execute(sql, (scope + "(" + " AND ".join(quoted) + ")", DEPTH))]
+    if quoted:
+        seen = set(found)
+        for (rowid,) in fts.execute(
+            "SELECT rowid FROM f WHERE f MATCH ? ORDER BY rank LIMIT ?",
+            (scope + "(" + " OR ".join(quoted) + ")", DEPTH),
+        ):
+            if rowid not in seen:
+                found.append(rowid)
+    corpus.cache[key] = found
     return found
 
 
-def recall_at(ranked_by_k: Callable[[int], list[int]], corpus: Corpus, q: Question) -> list[float]:
+@dataclass(frozen=True)
+class Hybrid:
+    """One fusion configuration (the product's knobs, plus the subject lever's variants)."""
+
+    floor: float = 0.2
+    rrf_k: int = 10
+    weight: float = 1.0
+    feedback: float = 0.5
+    subject: float = 0.0  # weight of the subject list (0: off)
+    subject_mode: str = "bonus"  # "bonus": the candidates about a named subject, in fused order;
+    # "knn": a third vector search over the memories of the named subjects only
+    date: bool = True
+
+    def label(self) -> str:
+        out = f"floor {self.floor} K {self.rrf_k} w {self.weight} fb {self.feedback}"
+        if self.subject:
+            out += f" subj {self.subject}" + ("" if self.subject_mode == "bonus" else " knn")
+        return out + ("" if self.date else " no dates")
+
+    def rank(self, c: Corpus, q: Question, k: int) -> list[int]:
+        pool = 2 * k
+        text = text_ranking(c, q.terms, date=self.date)[:pool]
+        query = q.vector
+        if self.feedback and text:
+            query = query + self.feedback * c.matrix[text[:FEEDBACK_DOCS]].mean(axis=0)
+            query = query / np.linalg.norm(query)
+        scores = c.matrix @ query
+        order = np.argsort(-scores)[:pool]
+        vector = [int(i) for i in order if float(c.matrix[i] @ q.vector) >= self.floor]
+        lists = [Ranked(vector), Ranked(text, self.weight)]
+        if self.subject and q.named:
+            if self.subject_mode == "knn":
+                mine = [i for i in np.argsort(-scores) if c.subjects[i] in q.named][:pool]
+                mine = [i for i in mine if float(c.matrix[i] @ q.vector) >= self.floor]
+                lists.append(Ranked([int(i) for i in mine], self.subject))
+            else:
+                first = fuse(lists, k=self.rrf_k, recency={})
+                lists.append(
+                    Ranked([i for i, _ in first if c.subjects[i] in q.named], self.subject)
+                )
+        return [i for i, _ in fuse(lists, k=self.rrf_k, recency={}, limit=k)]
+
+
+Method = Callable[[Corpus, Question, int], list[int]]
+
+
+def recall(corpora: list[Corpus], method: Method, k: int) -> list[list[float]]:
     return [
-        len({corpus.ids[i] for i in ranked_by_k(k)[:k]} & q.evidence) / len(q.evidence) for k in KS
+        [
+            len({c.ids[i] for i in method(c, q, k)[:k]} & q.evidence) / len(q.evidence)
+            for q in c.questions
+        ]
+        for c in corpora
     ]
 
 
-def evaluate(corpora: list[Corpus], method: Callable[[Corpus, Question, int], list[int]]) -> str:
-    rows = [
-        recall_at(lambda k, c=c, q=q: method(c, q, k), c, q) for c in corpora for q in c.questions
-    ]
-    return " | ".join(f"{statistics.fmean(r[i] for r in rows):.3f}" for i in range(len(KS)))
+def row(corpora: list[Corpus], name: str, method: Method) -> tuple[str, list[list[float]]]:
+    """A markdown row: R@5, R@10, R@20 over all questions, then R@10 per fold."""
+    by_k = {k: recall(corpora, method, k) for k in KS}
+    overall = [statistics.fmean(v for fold in by_k[k] for v in fold) for k in KS]
+    folds = [statistics.fmean(f) for f in by_k[10]]
+    cells = [f"{v:.3f}" for v in overall] + [f"{v:.3f}" for v in folds]
+    return f"| {name} | " + " | ".join(cells) + " |", by_k[10]
 
 
-def fts_variants(corpora: list[Corpus], stopwords: frozenset[str]) -> list[tuple[str, Callable]]:
-    def variant(
-        date: bool,
-        and_first: bool = True,
-        prefix: bool = True,
-        extra_stop: frozenset[str] = frozenset(),
-    ) -> Callable:
-        def method(c: Corpus, q: Question, k: int) -> list[int]:
-            terms = [t for t in q.terms if t not in extra_stop] or list(q.terms)
-            return text_ranking(c, terms, date=date, and_first=and_first, prefix=prefix)
-
-        return method
+def fts_variants() -> list[tuple[str, Method]]:
+    def variant(**kw: object) -> Method:
+        return lambda c, q, k: text_ranking(c, q.terms, **kw)[:k]  # type: ignore[arg-type]
 
     return [
-        ("full text, content only (AND then OR, prefix)", variant(False)),
-        ("+ date words indexed", variant(True)),
-        ("+ date, OR only (no AND first)", variant(True, and_first=False)),
-        ("+ date, exact terms (no prefix)", variant(True, prefix=False)),
-        (
-            "+ date, question words kind/type/many/much/likely/might as stopwords",
-            variant(True, extra_stop=stopwords),
-        ),
+        ("full text, content and subject only (AND then OR, prefix, porter)", variant(date=False)),
+        ("+ context indexed (dates as words) - shipped", variant()),
+        ("+ context, OR only (no AND first)", variant(and_first=False)),
+        ("+ context, exact terms (no prefix)", variant(prefix=False)),
+        ("+ context, unicode61 without porter", variant(tokenizer="unicode61")),
     ]
 
 
-def fusion_variants() -> list[tuple[str, Callable]]:
-    def hybrid(
-        rrf_k: int, weight: float, feedback: float = 0.0, fts_prf_terms: int = 0, floor: float = 0.0
-    ) -> Callable:
-        def method(c: Corpus, q: Question, k: int) -> list[int]:
-            pool = 2 * k
-            text = text_ranking(c, q.terms, date=True, and_first=True, prefix=True)
-            query = q.vector
-            if feedback and text:
-                query = query + feedback * c.matrix[text[:3]].mean(axis=0)
-                query = query / np.linalg.norm(query)
-            order = np.argsort(-(c.matrix @ query))[:pool]
-            vector = [int(i) for i in order if float(c.matrix[i] @ q.vector) >= floor]
-            lists = [Ranked(vector), Ranked(text[:pool], weight)]
-            if fts_prf_terms and text:
-                lists.append(Ranked(expanded_text(c, q, text, fts_prf_terms)[:pool], 0.5))
-            return [i for i, _ in fuse(lists, k=rrf_k, recency={}, limit=k)]
+SHIPPED = Hybrid()  # issue 3's defaults
+CANDIDATE = Hybrid(subject=0.5)  # this issue's shipped defaults: subject-aware
+LEVERS: list[tuple[str, Hybrid, Hybrid]] = [
+    # (lever, with it, baseline without it); everything else at the values of the first column
+    ("issue 3: floor 0.2 (vs none)", SHIPPED, Hybrid(floor=-1.0)),
+    ("issue 3: floor 0.2 (vs seed 0.5)", SHIPPED, Hybrid(floor=0.5)),
+    ("issue 3: K 10 (vs seed 60)", SHIPPED, Hybrid(rrf_k=60)),
+    ("issue 3: FTS weight 1.0 (vs seed 0.5)", SHIPPED, Hybrid(weight=0.5)),
+    ("issue 3: lexical feedback 0.5 (vs off)", SHIPPED, Hybrid(feedback=0.0)),
+    ("issue 3: dates in the index (vs none)", SHIPPED, Hybrid(date=False)),
+    (
+        "subject third list, KNN over named subjects, 0.5 (vs off)",
+        Hybrid(subject=0.5, subject_mode="knn"),
+        SHIPPED,
+    ),
+    ("subject third list, named candidates, 0.5 (vs off)", Hybrid(subject=0.5), SHIPPED),
+    ("subject third list, named candidates, 1.0 (vs off)", Hybrid(subject=1.0), SHIPPED),
+    ("new: floor 0.2 (vs none)", CANDIDATE, Hybrid(floor=-1.0, subject=0.5)),
+    ("new: floor 0.2 (vs 0.1)", CANDIDATE, Hybrid(floor=0.1, subject=0.5)),
+    ("new: K 10 (vs seed 60)", CANDIDATE, Hybrid(rrf_k=60, subject=0.5)),
+    ("new: K 10 (vs 30)", CANDIDATE, Hybrid(rrf_k=30, subject=0.5)),
+    (
+        "new: K 10 (vs 60) at FTS weight 0.9",
+        Hybrid(weight=0.9, subject=0.5),
+        Hybrid(rrf_k=60, weight=0.9, subject=0.5),
+    ),
+    (
+        "new: K 10 (vs 60) at FTS weight 1.1",
+        Hybrid(weight=1.1, subject=0.5),
+        Hybrid(rrf_k=60, weight=1.1, subject=0.5),
+    ),
+    ("new: FTS weight 1.0 (vs 1.5)", CANDIDATE, Hybrid(weight=1.5, subject=0.5)),
+    ("new: FTS weight 1.0 (vs seed 0.5)", CANDIDATE, Hybrid(weight=0.5, subject=0.5)),
+    ("new: lexical feedback 0.5 (vs off)", CANDIDATE, Hybrid(feedback=0.0, subject=0.5)),
+    ("new: dates in the index (vs none)", CANDIDATE, Hybrid(date=False, subject=0.5)),
+    ("new: subject list 0.5 (vs off)", CANDIDATE, SHIPPED),
+    ("new: subject list 0.5 (vs 1.0)", CANDIDATE, Hybrid(subject=1.0)),
+]
 
-        return method
 
+def grid() -> list[Hybrid]:
     return [
-        ("RRF K 60, FTS weight 0.5, floor 0.5 (seed defaults)", hybrid(60, 0.5, floor=0.5)),
-        ("RRF K 60, FTS weight 0.5, floor 0.2", hybrid(60, 0.5, floor=0.2)),
-        ("RRF K 60, FTS weight 1.0, floor 0.2", hybrid(60, 1.0, floor=0.2)),
-        ("RRF K 10, FTS weight 1.0, floor 0.2", hybrid(10, 1.0, floor=0.2)),
-        ("RRF K 10, FTS weight 2.0, floor 0.2", hybrid(10, 2.0, floor=0.2)),
-        (
-            "K 10, w 1.0, floor 0.2 + lexical feedback 0.5 (shipped)",
-            hybrid(10, 1.0, 0.5, floor=0.2),
-        ),
-        ("K 10, w 1.0, floor 0.2 + lexical feedback 1.0", hybrid(10, 1.0, 1.0, floor=0.2)),
-        (
-            "K 10, w 1.0, + feedback 0.5 + FTS pseudo-relevance terms (RM3-like)",
-            hybrid(10, 1.0, 0.5, fts_prf_terms=10, floor=0.2),
-        ),
+        Hybrid(floor, rrf_k, weight, feedback, subject)
+        for floor, rrf_k, weight, feedback, subject in product(
+            (-1.0, 0.1, 0.2), (10, 30, 60), (0.7, 1.0, 1.5), (0.0, 0.5), (0.0, 0.5, 1.0)
+        )
     ]
-
-
-def expanded_text(c: Corpus, q: Question, text: list[int], n: int) -> list[int]:
-    """Query expansion: the n rarest-weighted new terms of the top 3 full-text hits."""
-    frequency = Counter(t for terms in c.doc_terms for t in terms)
-    scores: Counter[str] = Counter()
-    for i in text[:3]:
-        for term in c.doc_terms[i] - set(q.terms):
-            if len(term) > 2:
-                scores[term] += math.log(len(c.doc_terms) / frequency[term])
-    expansion = [t for t, _ in scores.most_common(n)]
-    return text_ranking(c, [*q.terms, *expansion], date=True, and_first=False, prefix=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_PATH)
+    parser.add_argument("--setup", choices=["plain", "subject", "said"], default="subject")
     args = parser.parse_args(argv)
     embedder = LocalEmbedder()
     conversations = load(args.data)
-    porter = "porter unicode61 remove_diacritics 2"
-    corpora = [build(conv, embedder, porter) for conv in conversations]
-    header = "| variant | R@5 | R@10 | R@20 |\n|---|---|---|---|"
+    corpora = [build(conv, embedder, args.setup) for conv in conversations]
+    names = [c.name for c in corpora]
+    fold_cols = " | ".join(f"R@10 {n}" for n in names)
+    header = f"| variant | R@5 | R@10 | R@20 | {fold_cols} |\n|" + "---|" * (4 + len(names))
+    questions = sum(len(c.questions) for c in corpora)
+    print(f"LoCoMo {args.data.name}, set-up {args.setup!r}: {questions} questions\n")
+
     print("Full-text arm alone\n\n" + header)
-    stop = frozenset({"kind", "type", "many", "much", "likely", "might"})
-    for name, method in fts_variants(corpora, stop):
-        print(f"| {name} | {evaluate(corpora, method)} |")
-    plain = [build(conv, embedder, "unicode61 remove_diacritics 2") for conv in conversations]
-    date_only = fts_variants(plain, stop)[1][1]
-    print(f"| + date, unicode61 without porter stemming | {evaluate(plain, date_only)} |")
-    print("\nFusion (full text with dates, pool 2k per arm)\n\n" + header)
-    for name, method in fusion_variants():
-        print(f"| {name} | {evaluate(corpora, method)} |")
+    for name, method in fts_variants():
+        print(row(corpora, name, method)[0])
+
+    print("\nLevers, each against its baseline (pool 2k per arm)\n\n" + header)
+    results: dict[str, list[list[float]]] = {}
+    lines: dict[str, str] = {}
+    for config in {h for _, a, b in LEVERS for h in (a, b)}:
+        lines[config.label()], results[config.label()] = row(corpora, config.label(), config.rank)
+    for label in sorted(lines):
+        print(lines[label])
+    print("\n| lever | folds where it helps | mean gain of R@10 |\n|---|---|---|")
+    for lever, on, off in LEVERS:
+        gain = statistics.fmean(
+            a - b
+            for a, b in zip(
+                per_fold(results, on.label()), per_fold(results, off.label()), strict=True
+            )
+        )
+        print(
+            f"| {lever} | {wins(results, on.label(), off.label())} of {len(names)} | {gain:+.3f} |"
+        )
+
+    print("\nJoint grid, chosen on four conversations, scored on the fifth (R@10)\n")
+    configs = grid()
+    for config in configs:
+        if config.label() not in results:
+            results[config.label()] = recall(corpora, config.rank, 10)
+    folds = leave_one_out(results, [c.label() for c in configs])
+    vector_only = Hybrid(floor=-1.0, feedback=0.0, weight=0.0)
+    results["vector only"] = recall(corpora, vector_only.rank, 10)
+    results["full text only"] = recall(corpora, lambda c, q, k: text_ranking(c, q.terms)[:k], 10)
+    fixed = ["vector only", "full text only", SHIPPED.label(), CANDIDATE.label()]
+    print("\n".join(fold_table(results, fixed, names, folds)))
     return 0
 
 

@@ -1,6 +1,9 @@
 """``recall``: the vector arm and the full-text arm over the agent's visible memories, fused by RRF.
 
-Relevance is the only ranking signal; ties break by recency. Nothing here calls an LLM.
+Subject-aware recall adds a third list when the query names the subject of some candidates (see
+``hivekeep.core.subjects``): those candidates, in the order of the first fusion, so each gains a
+bounded bonus (at most ``subject_weight / (K + 1)``). Relevance is the only ranking signal; ties
+break by recency. Nothing here calls an LLM.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import numpy as np
 
 from hivekeep.core import fts_query
 from hivekeep.core.fusion import Ranked, fuse
+from hivekeep.core.subjects import about_named
 from hivekeep.errors import ProviderError
 from hivekeep.providers.base import RecallDefaults
 from hivekeep.services.embedding import EmbeddingService, FloatArray
@@ -118,14 +122,19 @@ class RecallService:
             agent_id, list({*[i for i, _ in arms.vector], *arms.text})
         )
         assert self.defaults.rrf_k is not None and self.defaults.fts_weight is not None
-        fused = fuse(
-            [
-                Ranked([i for i, _ in arms.vector], 1.0),
-                Ranked(arms.text, self.defaults.fts_weight),
-            ],
-            k=self.defaults.rrf_k,
-            recency={i: m.created_at for i, m in candidates.items()},
-        )
+        lists = [
+            Ranked([i for i, _ in arms.vector], 1.0),
+            Ranked(arms.text, self.defaults.fts_weight),
+        ]
+        recency = {i: m.created_at for i, m in candidates.items()}
+        fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
+        weight = self.defaults.subject_weight or 0.0
+        if weight and filters.subject is None:  # a subject filter already keeps only that subject
+            subjects = {i: m.subject for i, m in candidates.items()}
+            about = about_named(query, [i for i, _ in fused], subjects)
+            if about:
+                lists.append(Ranked(about, weight))
+                fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
         similarity = dict(arms.vector)
         hits = [
             RecallHit(candidates[i], score, similarity.get(i))

@@ -264,3 +264,46 @@ def test_the_full_text_weight_setting_is_the_weight_fusion_uses(
         assert hits["they pick which city"] == pytest.approx(1 / 12 + fts_weight / 11)
         first = max(hits, key=lambda content: hits[content])
         assert first == ("nothing in common here" if fts_weight == 0 else "they pick which city")
+
+
+@pytest.mark.parametrize("subject_weight", [0.5, 3.0])
+def test_memories_about_the_subject_a_query_names_gain_a_bounded_bonus(
+    db_path, table: VectorTable, subject_weight: float
+) -> None:
+    """Subject-aware recall: the named subject's memories gain weight / (K + 1) at most."""
+    query = "what did Ann's friend give"
+    query_vector = random_unit("subject query", table.dimension)
+    table.set(query, query_vector)
+    table.set("A friend gave me a kite", with_cosine(query_vector, 0.9, "bob"))
+    table.set("A friend gave Ann a kite", with_cosine(query_vector, 0.6, "ann"))
+    scores = {}
+    for weight in (0.0, subject_weight):
+        settings = Settings(subject_weight=weight, rrf_k=10, fts_weight=1.0, similarity_floor=0.3)
+        with Hive(db_path, embedder=table, settings=settings) as hive:
+            agent = hive.get_agent("alice") if weight else hive.create_agent("alice")
+            if not weight:
+                agent.memorize("A friend gave me a kite", category="fact", subject="Bob")
+                agent.memorize("A friend gave Ann a kite", category="fact", subject="Ann Lee")
+            hits = agent.recall(query).hits
+            scores[weight] = {h.memory.subject: h.score for h in hits}
+            if weight:
+                # a subject filter already keeps one subject: rank 0 in both arms, no bonus
+                [only] = agent.recall(query, subject="Ann Lee").hits
+                assert only.score == pytest.approx(2 / 11)
+    assert scores[subject_weight]["Bob"] == pytest.approx(scores[0.0]["Bob"])
+    assert scores[subject_weight]["Ann Lee"] == pytest.approx(
+        scores[0.0]["Ann Lee"] + subject_weight / 11
+    )
+
+
+def test_subject_aware_recall_is_off_with_a_zero_weight_and_on_for_the_bundled_model(
+    local_embedder,
+) -> None:
+    assert Settings().recall_defaults(None).subject_weight == 0.0  # the seed: off
+    resolved = Settings().recall_defaults(local_embedder.recall_defaults)
+    assert resolved.subject_weight and resolved.subject_weight > 0
+    assert (
+        Settings(subject_weight=0.0).recall_defaults(local_embedder.recall_defaults).subject_weight
+        == 0.0
+    )
+    assert Settings.from_env({"MEMORY_SUBJECT_WEIGHT": "0"}).subject_weight == 0.0

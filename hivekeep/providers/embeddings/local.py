@@ -53,9 +53,11 @@ class LocalEmbedder:
     # question-to-evidence cosine has a median of 0.48 with this model, so the seed's 0.5 floor
     # drops 57% of true evidence while 0.2 drops 2.5%. Full text is the stronger arm here, so it
     # weighs as much as the vector arm; K = 10 keeps fusion stable for weights 0.8-1.2 (at K = 60
-    # a weight of 1.1 or 0.9 lets one arm swamp the other); lexical feedback lifts the vector arm.
+    # a weight of 1.1 or 0.9 lets one arm swamp the other); lexical feedback lifts the vector arm;
+    # memories about a subject the query names gain a bounded bonus. Each checked conversation by
+    # conversation (leave-one-out, bench/experiments/locomo_levers.py).
     recall_defaults = RecallDefaults(
-        similarity_floor=0.2, rrf_k=10, fts_weight=1.0, feedback_weight=0.5
+        similarity_floor=0.2, rrf_k=10, fts_weight=1.0, feedback_weight=0.5, subject_weight=0.5
     )
 
     def __init__(self, *, batch_size: int = 32, threads: int | None = None) -> None:
