@@ -18,7 +18,8 @@ from hivekeep.store.base import (
 def memory_view(
     memory: MemoryRecord, viewer_id: int, *, score: float | None = None, now: datetime | None = None
 ) -> dict[str, Any]:
-    """A JSON-ready memory; ``shared_by`` names the author of another agent's shared memory, and
+    """A JSON-ready memory. ``author`` is the writer's name (kept after a delete); ``shared_by``
+    repeats it for another agent's shared memory, the form the model reads ("shared by NAME"), and
     ``author_deleted`` (present only when true) says that author was deleted."""
     view: dict[str, Any] = {
         "id": memory.id,
@@ -27,6 +28,7 @@ def memory_view(
         "subject": memory.subject,
         "importance": memory.importance,
         "scope": memory.scope.value,
+        "author": memory.author_name,
         "age": age(memory.created_at, now),
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,

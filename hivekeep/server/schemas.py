@@ -13,7 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hivekeep.tools import MAX_ID, CategoryName, MemorizeArgs, ScopeName
 
-AGENT_NAME = Field(min_length=1, max_length=64, description="1-64 letters, digits, ' _.-'.")
+AGENT_NAME = Field(
+    min_length=1,
+    max_length=64,
+    description="1-64 letters, digits, spaces, '_', '.' or '-', starting with a letter.",
+)
 SUBJECT = Field(default=None, min_length=1, max_length=200, description="Who or what it is about.")
 RECALL_WINDOW = 50  # a search ranks at most this many memories (recall's own maximum)
 
@@ -55,8 +59,18 @@ class NewAgent(Body):
 
 
 class AgentPatch(Body):
-    name: str | None = Field(default=None, min_length=1, max_length=64)
+    name: str | None = Field(
+        default=None, min_length=1, max_length=64, description=AGENT_NAME.description
+    )
     role: str | None = Field(default=None, max_length=4000)
+
+
+class TokenText(Body):
+    text: str = Field(max_length=1_000_000, description="The text to count.")
+
+
+class TokenCount(BaseModel):
+    tokens: int
 
 
 # memories ---------------------------------------------------------------------------------------
@@ -69,6 +83,7 @@ class MemoryOut(BaseModel):
     subject: str | None
     importance: int | None
     scope: ScopeName
+    author: str = Field(description="The name of the agent that wrote it (kept after a delete).")
     age: str
     created_at: str
     updated_at: str
