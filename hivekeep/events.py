@@ -1,4 +1,4 @@
-"""An in-process event bus: what happened to memories, profiles and compactions, as it happens.
+"""An in-process event bus: what happened to agents, memories, profiles and compactions, live.
 
 Services publish; interfaces subscribe (the server streams events over SSE, tests collect them).
 Every event gets a sequence number so a client that reconnects can ask for what it missed, from a
@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 EVENT_TYPES = frozenset(
     {
+        "agent:created",  # agent create, rename / role change, delete (the UI's agent list)
+        "agent:updated",
+        "agent:deleted",
         "memory:created",
         "memory:updated",
         "memory:deleted",

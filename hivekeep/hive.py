@@ -7,11 +7,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from hivekeep.agent import Agent, memory_changes
 from hivekeep.config import Settings
-from hivekeep.errors import EmbedderMismatch, HivekeepError, NotFound, ValidationError
+from hivekeep.errors import (
+    ConflictError,
+    EmbedderMismatch,
+    HivekeepError,
+    NotFound,
+    StoreError,
+    ValidationError,
+)
 from hivekeep.events import EventBus
 from hivekeep.providers.base import Embedder
 from hivekeep.providers.embeddings.registry import create_embedder
@@ -38,11 +45,13 @@ from hivekeep.store.base import (
     TrashedMemory,
     _Keep,
 )
-from hivekeep.store.postgres import PostgresStore, is_postgres_url
-from hivekeep.store.postgres.relay import EventRelay
 from hivekeep.store.sqlite import SQLiteStore
+from hivekeep.store.target import is_postgres_url
 from hivekeep.types import Actor, Category, Operation
 from hivekeep.views import version_view
+
+if TYPE_CHECKING:
+    from hivekeep.store.postgres.relay import EventRelay
 
 log = logging.getLogger(__name__)
 
@@ -55,15 +64,32 @@ def _agent_name(name: str) -> str:
     if not _AGENT_NAME.fullmatch(name):
         raise ValidationError(
             f"Agent name {name!r} is not valid: use 1-64 letters, digits, spaces, '_', '.' "
-            "or '-', starting with a letter."
+            "or '-', starting with a letter.",
+            field="name",
         )
     return name
 
 
 def _agent_role(role: str) -> str:
     if len(role) > 4000:
-        raise ValidationError(f"An agent's role is at most 4000 characters, got {len(role)}.")
+        raise ValidationError(
+            f"An agent's role is at most 4000 characters, got {len(role)}.", field="role"
+        )
     return role
+
+
+def _postgres_store(url: str, history_limit: int) -> Store:
+    """The PostgreSQL store, whose driver is imported only now (the ``postgres`` extra)."""
+    try:
+        from hivekeep.store.postgres import PostgresStore
+    except ImportError as exc:
+        if exc.name is None or not exc.name.startswith(("psycopg", "psycopg_pool")):
+            raise
+        raise StoreError(
+            f"A PostgreSQL hive needs the PostgreSQL driver ({exc.name} is not installed). "
+            "Install it with: pip install 'hivekeep[postgres]'."
+        ) from exc
+    return PostgresStore(url, history_limit=history_limit)
 
 
 @dataclass(frozen=True)
@@ -104,7 +130,7 @@ class Hive:
         self.embeddings = EmbeddingService(embedder)
         limit = self.settings.history_limit
         self.store: Store = (
-            PostgresStore(target, history_limit=limit)
+            _postgres_store(target, limit)
             if is_postgres_url(target)
             else SQLiteStore(
                 target, synchronous=self.settings.sqlite_synchronous, history_limit=limit
@@ -136,8 +162,10 @@ class Hive:
         self.compiler = ProfileCompiler(self.store, self.profiles, self.llms)
         # PostgreSQL: events reach (and come from) every process on the hive (LISTEN/NOTIFY)
         self.relay: EventRelay | None = None
-        if isinstance(self.store, PostgresStore):
-            self.relay = EventRelay(self.store.url, self.events)
+        if is_postgres_url(target):
+            from hivekeep.store.postgres.relay import EventRelay
+
+            self.relay = EventRelay(target, self.events)
         self.history.purge_expired()  # the trash's retention period
         if not switch_embedder and self.store.count_pending():
             self.archive.backfill(limit=BACKFILL_ON_OPEN)  # switching: reembed() shows progress
@@ -160,7 +188,27 @@ class Hive:
     # agents -------------------------------------------------------------------------------------
     def create_agent(self, name: str, role: str = "") -> Agent:
         """A new agent with an empty profile; the name must be unused (case-insensitive)."""
-        return Agent(self, self.store.create_agent(_agent_name(name), _agent_role(role)))
+        agent = Agent(self, self.store.create_agent(_agent_name(name), _agent_role(role)))
+        self.events.publish("agent:created", agent.id, name=agent.name, role=agent.role)
+        return agent
+
+    def agent(self, name: str, *, role: str = "") -> Agent:
+        """The agent named ``name``, created (with ``role``) if there is none: get-or-create.
+
+        An existing agent is returned as it is (its role is not changed; use ``update_agent``), so
+        a script that calls this on every run keeps working on its second run.
+
+        >>> agent = hive.agent("assistant", role="General helper")  # doctest: +SKIP
+        """
+        name = _agent_name(name)  # starts with a letter: never taken for an id
+        try:
+            return self.get_agent(name)
+        except NotFound:
+            pass
+        try:
+            return self.create_agent(name, role)
+        except ConflictError:  # another process created it meanwhile
+            return self.get_agent(name)
 
     def get_agent(self, key: int | str) -> Agent:
         """By id or by name (a string of digits is taken as an id)."""
@@ -178,7 +226,9 @@ class Hive:
         agent_id = self.get_agent(key).id
         name = None if name is None else _agent_name(name)
         role = None if role is None else _agent_role(role)
-        return Agent(self, self.store.update_agent(agent_id, name=name, role=role))
+        agent = Agent(self, self.store.update_agent(agent_id, name=name, role=role))
+        self.events.publish("agent:updated", agent.id, name=agent.name, role=agent.role)
+        return agent
 
     def agent_footprint(self, key: int | str) -> AgentFootprint:
         """What deleting the agent would remove (private memories, conversations) and keep
@@ -191,7 +241,10 @@ class Hive:
         every agent under its name with ``author_deleted`` set; no agent owns them any more (a new
         agent of the same name does not), so only ``forget_memory`` removes them. Returns the
         counts of what went and what stayed."""
-        return self.store.delete_agent(self.get_agent(key).id)
+        agent = self.get_agent(key)
+        footprint = self.store.delete_agent(agent.id)
+        self.events.publish("agent:deleted", agent.id, name=agent.name)
+        return footprint
 
     # the admin path: a person acting on the hive, not as any agent ------------------------------
     def update_memory(
@@ -296,11 +349,14 @@ class Hive:
         return self.archive.backfill(progress=progress)
 
     # export and import --------------------------------------------------------------------------
-    def export(self, out: TextIO, *, agent: int | str | None = None) -> ExportReport:
+    def export(
+        self, out: TextIO, *, agent: int | str | None = None, history: bool = False
+    ) -> ExportReport:
         """Write the hive (or one agent) to ``out`` as JSONL: a backup, or a move to another hive
-        or backend (docs/storage.md, "Export and import")."""
+        or backend (docs/storage.md, "Export and import"). ``history``: the kept versions of
+        memories and profiles, and the trash, too; ``import_`` puts them back as they were."""
         agent_id = None if agent is None else self.get_agent(agent).id
-        return export_jsonl(self.store, out, agent_id=agent_id)
+        return export_jsonl(self.store, out, agent_id=agent_id, history=history)
 
     def import_(
         self,

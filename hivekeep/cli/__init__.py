@@ -15,6 +15,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -22,6 +23,8 @@ from click.core import ParameterSource
 
 from hivekeep import Agent, Hive, HivekeepError, Settings
 from hivekeep.core.text import safe_for_terminal
+from hivekeep.errors import AgentNotFound, BudgetError
+from hivekeep.store.target import is_postgres_url
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -67,6 +70,10 @@ class HivekeepGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except AgentNotFound as exc:
+            raise click.ClickException(f"{exc} List agents with `hivekeep agents`.") from exc
+        except BudgetError as exc:  # a person's edit: the people's wording
+            raise click.ClickException(exc.for_people) from exc
         except HivekeepError as exc:
             raise click.ClickException(str(exc)) from exc
 
@@ -128,11 +135,52 @@ def echo(text: str = "", **options: Any) -> None:
     click.echo(safe_for_terminal(text), **options)
 
 
+def _missing_file(db: str) -> Path | None:
+    """The SQLite file ``db`` names when it does not exist yet (None: it exists, or a URL)."""
+    if is_postgres_url(db) or db == ":memory:":
+        return None
+    path = Path(db).expanduser()
+    return None if path.exists() else path
+
+
+def _holds_anything(hive: Hive) -> bool:
+    try:
+        return bool(hive.store.list_agents())
+    except HivekeepError:
+        return True  # cannot tell: keep the file
+
+
+def _remove_new_hive(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
 @contextmanager
-def open_hive(db: str, **options: Any) -> Iterator[Hive]:
-    """The hive at ``db`` (``options`` go to ``Hive``), closed when the block ends."""
-    with Hive(db, **options) as hive:
-        yield hive
+def open_hive(db: str, *, create: bool = False, **options: Any) -> Iterator[Hive]:
+    """The hive at ``db`` (``options`` go to ``Hive``), closed when the block ends.
+
+    Only commands that make something (``create=True``: agents create, import, serve, mcp
+    --create) may start a new hive file, and one that fails leaves none behind; the others refuse
+    a missing file, so a mistyped ``--db`` never leaves an empty hive lying around.
+    """
+    missing = _missing_file(db)
+    if missing is not None and not create:
+        raise click.ClickException(
+            f"no hive at {missing}: check --db (or HIVEKEEP_DB), or start one with "
+            "`hivekeep agents create NAME`."
+        )
+    try:
+        with Hive(db, **options) as hive:
+            try:
+                yield hive
+            except BaseException:
+                if missing is not None and _holds_anything(hive):
+                    missing = None  # something was made before the failure: keep it
+                raise
+    except BaseException:
+        if missing is not None:
+            _remove_new_hive(missing)
+        raise
 
 
 @contextmanager

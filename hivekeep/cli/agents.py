@@ -62,7 +62,7 @@ def create(name: str, role: str, db: str, as_json: bool) -> None:
     \b
         hivekeep agents create assistant --role "General helper"
     """
-    with open_hive(db) as hive:
+    with open_hive(db, create=True) as hive:
         agent = hive.create_agent(name, role=role)
     if as_json:
         echo_json(asdict(agent.record))

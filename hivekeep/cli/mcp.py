@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from hivekeep.cli import agent_option, db_option, open_agent
+from hivekeep import Agent, Hive, NotFound
+from hivekeep.cli import agent_option, db_option, open_hive
 
 
 @click.command()
@@ -17,20 +18,30 @@ from hivekeep.cli import agent_option, db_option, open_agent
     metavar="PORT",
     help="Serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio.",
 )
-def mcp(agent_key: str, db: str, port: int | None) -> None:
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Create the agent (and the hive file) if it does not exist yet.",
+)
+@click.option("--role", default="", help="The role of an agent that --create makes.")
+def mcp(agent_key: str, db: str, port: int | None, create: bool, role: str) -> None:
     """Serve the agent's memory tools and profile over MCP (stdio by default).
 
     The seven memory tools act as the agent; its profile is the resource
-    hivekeep://agents/NAME/profile and is in the server's instructions. Example:
+    hivekeep://agents/NAME/profile and is in the server's instructions. A missing agent is an
+    error unless --create is given (a typo in a host's config must not start a new, empty
+    memory). Example:
 
     \b
         hivekeep mcp --agent assistant --db ~/hivekeep.db
+        hivekeep mcp --agent assistant --create --role "General helper"
         hivekeep mcp --agent assistant --http 8765
     """
     # The SDK is imported here, not at the top, so `hivekeep --help` does not load it.
     from hivekeep.mcp_server import HTTP_HOST, HTTP_PATH, serve_http, serve_stdio
 
-    with open_agent(db, agent_key) as agent:
+    with open_hive(db, create=create) as hive:
+        agent = _agent(hive, agent_key, create=create, role=role)
         if port is None:
             serve_stdio(agent)
             return
@@ -40,3 +51,16 @@ def mcp(agent_key: str, db: str, port: int | None) -> None:
             err=True,
         )
         serve_http(agent, port)
+
+
+def _agent(hive: Hive, key: str, *, create: bool, role: str) -> Agent:
+    if create:
+        return hive.agent(key, role=role)
+    try:
+        return hive.get_agent(key)
+    except NotFound:
+        raise click.ClickException(
+            f"No agent {key.strip()!r} in {hive.path}. Create it with `hivekeep agents create "
+            f"{key.strip()}` (add --db {hive.path} if it is not the default), or pass --create "
+            "to make it when the MCP server starts."
+        ) from None

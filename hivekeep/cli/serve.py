@@ -6,8 +6,10 @@ non-loopback ``--host`` needs ``HIVEKEEP_API_TOKEN``; the command refuses to sta
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
+import socket
 
 import click
 
@@ -24,6 +26,26 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (in use, or no such address), or None."""
+    if port == 0:
+        return None
+    bare = host.strip("[]")
+    family = socket.AF_INET6 if ":" in bare else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((bare, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return (
+                    f"Port {port} on {bare} is already in use (another hivekeep serve?). Stop "
+                    f"that program, or pick another port with --port (or HIVEKEEP_PORT)."
+                )
+            return f"Cannot listen on {bare}:{port}: {exc.strerror or exc}."
+    return None
 
 
 def _url(host: str, port: int) -> str:
@@ -75,10 +97,12 @@ def serve(host: str, port: int, db: str) -> None:
     from hivekeep.server.runner import run_server
 
     problem = token_problem(token) if token is not None else None
+    if problem is None:
+        problem = port_problem(host, port)  # before the "serving" line, and before any file
     if problem is not None:
         raise click.ClickException(problem)
 
-    with open_hive(db) as hive:
+    with open_hive(db, create=True) as hive:
         if hive.settings.allowed_hosts and token is None:
             raise click.ClickException(
                 f"HIVEKEEP_ALLOWED_HOSTS ({', '.join(hive.settings.allowed_hosts)}) lets other "

@@ -21,28 +21,35 @@ from hivekeep.services.transfer import ExportReport, ImportReport
     type=click.Path(dir_okay=False, path_type=Path),
     help="The file to write (default: standard output).",
 )
+@click.option(
+    "--history",
+    is_flag=True,
+    help="Also the kept versions of memories and profiles, and the trash (import restores them).",
+)
 @db_option
-def export(agent_key: str | None, output: Path | None, db: str) -> None:
+def export(agent_key: str | None, output: Path | None, history: bool, db: str) -> None:
     """Write the hive as JSONL: agents, profiles, memories (with vectors), conversations.
 
     --agent exports one agent: its profile, its conversations and the memories it wrote (its
     shared ones included, other agents' not). Without -o the lines go to standard output and the
-    summary to standard error. A file is written whole or not at all. Example:
+    summary to standard error. A file is written whole or not at all. --history adds every
+    kept version (who, when, operation) and the trash. Example:
 
     \b
         hivekeep export -o backup.jsonl
+        hivekeep export --history -o full-backup.jsonl
         hivekeep export --agent assistant > assistant.jsonl
     """
     with open_hive(db) as hive:
         if output is None:
-            report = hive.export(sys.stdout, agent=agent_key)
+            report = hive.export(sys.stdout, agent=agent_key, history=history)
             sys.stdout.flush()
             click.echo(f"Exported {_exported(report)}.", err=True)
             return
         partial = output.with_name(output.name + ".partial")
         try:
             with partial.open("w", encoding="utf-8", newline="\n") as file:
-                report = hive.export(file, agent=agent_key)
+                report = hive.export(file, agent=agent_key, history=history)
             os.replace(partial, output)
         finally:
             partial.unlink(missing_ok=True)
@@ -75,7 +82,7 @@ def import_(file: Path, replace_profiles: bool, allow_over_budget: bool, db: str
         hivekeep import backup.jsonl
         hivekeep --db new.db import backup.jsonl --replace-profiles
     """
-    with open_hive(db) as hive, ExitStack() as stack:
+    with open_hive(db, create=True) as hive, ExitStack() as stack:
         report = hive.import_(
             file,
             replace_profiles=replace_profiles,
@@ -96,6 +103,11 @@ def _exported(report: ExportReport) -> str:
         f"{_count(report.conversations, 'conversation')} "
         f"({_count(report.messages, 'message')}, "
         f"{_count(report.summaries, 'summary', 'summaries')})"
+        + (
+            f", {_count(report.trashed, 'memory', 'memories')} in the trash"
+            if report.trashed
+            else ""
+        )
     )
 
 
@@ -115,6 +127,8 @@ def _imported(report: ImportReport) -> list[str]:
         f"Conversations: {r.conversations_imported} imported, {r.conversations_skipped} already "
         f"there; {r.messages} messages, {r.summaries} summaries.",
     ]
+    if r.trashed_imported or r.trashed_skipped:
+        lines.append(f"Trash: {r.trashed_imported} imported, {r.trashed_skipped} already there.")
     if r.memories_embedded and r.vectors == "reused":
         lines.append(f"{r.memories_embedded} memories without a vector in the file were embedded.")
     if r.memories_pending:

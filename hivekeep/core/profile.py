@@ -166,6 +166,8 @@ def apply_edit(text: str, section: str, operation: str, content: str, pin: bool 
 
     new_lines = _content_lines(content)
     if index is None:
+        if operation == "append":  # a new section is a bullet list, as appends to one are
+            new_lines = _match_format([NEW_SECTION_BULLET], new_lines)
         if _is_pinned(title):
             return serialise(_insert(doc, Section(PINNED, _join_body(new_lines, "")), top=True))
         created = Section(validate_title(title), _join_body(new_lines, ""))
@@ -195,7 +197,12 @@ def check_edit_budget(
         f"The profile would be {new_tokens} tokens, over the budget of {budget}. It is "
         f"{old_tokens} tokens now, and an edit over the budget must make it smaller. Remove or "
         "shorten lines (edit_profile remove_line/replace_section), or move details to the "
-        "archive with memorize."
+        "archive with memorize.",
+        for_people=(
+            f"The profile would be {new_tokens} tokens, over its budget of {budget} (it is "
+            f"{old_tokens} now). Shorten or delete some lines, or move details into memories, "
+            "then save again."
+        ),
     )
 
 
@@ -396,6 +403,9 @@ def _content_lines(content: str) -> list[str]:
             "system prompt, so leave them out."
         )
     return lines
+
+
+NEW_SECTION_BULLET = "- item"  # the format an append gives a section that does not exist yet
 
 
 def _match_format(existing: list[str], new: list[str]) -> list[str]:

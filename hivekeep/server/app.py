@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from importlib.metadata import version
 
 from fastapi import APIRouter, Depends, FastAPI
+from fastapi_offline import FastAPIOffline
 
 from hivekeep.hive import Hive
 from hivekeep.server.auth import bearer_auth
@@ -48,12 +49,17 @@ def create_app(
     localhost and [::1] on any port, plus the hive's ``allowed_hosts`` setting. The caller keeps
     ownership of ``hive`` (opens and closes it around the server's life).
     """
-    app = FastAPI(
+    # /docs loads Swagger UI from the package (fastapi-offline), never from a CDN. No /redoc: its
+    # bundle fetches a logo from cdn.redoc.ly whatever the options, so it is not fully offline.
+    app = FastAPIOffline(
         title="hivekeep",
         version=version("hivekeep"),
         description=DESCRIPTION,
         docs_url="/docs",
         redoc_url=None,
+        static_url="/static-docs",
+        favicon_url="/favicon.ico",
+        swagger_ui_parameters={"validatorUrl": None},  # no badge fetched from swagger.io
     )
     app.state.hive = hive
     app.state.heartbeat_s = heartbeat_s

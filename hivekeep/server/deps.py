@@ -7,7 +7,7 @@ from typing import Annotated, cast
 from fastapi import Depends, Path, Request
 
 from hivekeep.agent import Agent
-from hivekeep.errors import NotFound
+from hivekeep.errors import AgentNotFound
 from hivekeep.hive import Hive
 
 MAX_ID = 2**63 - 1  # SQLite's largest integer; a bigger id cannot exist (and would overflow)
@@ -22,9 +22,12 @@ HiveDep = Annotated[Hive, Depends(get_hive)]
 
 def resolve_agent(hive: Hive, key: str) -> Agent:
     """The agent by id (digits) or name; NotFound (404) for anything else."""
-    if key.strip().isdigit() and int(key) > MAX_ID:
-        raise NotFound(f"No agent {key!r}. List agents with GET /api/agents.")
-    return hive.get_agent(key)
+    try:
+        if key.strip().isdigit() and int(key) > MAX_ID:
+            raise AgentNotFound(f"No agent {key!r}.")
+        return hive.get_agent(key)
+    except AgentNotFound as exc:
+        raise AgentNotFound(f"{exc} List agents with GET /api/agents.") from None
 
 
 def get_agent(

@@ -107,7 +107,16 @@ async def _on_library_error(request: Request, exc: Exception) -> JSONResponse:
     status, code = library_error(exc)
     if status >= 500:
         log.error("%s %s failed: %s", request.method, request.url.path, exc)
-    return error_response(status, code, str(exc))
+    details = None
+    if isinstance(exc, ValidationError):  # like the request model's 422s: one per bad field
+        part = "body" if request.method in ("POST", "PUT", "PATCH") else "query"
+        where = f"{part}.{exc.field}" if exc.field else part
+        details = [{"field": where, "message": str(exc)}]
+    message = str(exc)
+    if isinstance(exc, BudgetError):  # a person's edit (a tool's comes back as tool_error)
+        message = exc.for_people
+        details = [{"field": "body.text", "message": message}]
+    return error_response(status, code, message, details=details)
 
 
 def describe_validation(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str, str]]]:

@@ -352,14 +352,18 @@ def _new_summary(text: str, batch: list[MessageRecord]) -> NewSummary:
     )
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _record_text(details: dict[str, Any]) -> str:
     """The compaction record as a person reads it in the history."""
     if details["error"]:
         return f"Compaction failed: {details['error']}"
-    parts = [f"Compacted {details['messages_folded']} messages"]
+    parts = [f"Compacted {_count(details['messages_folded'], 'message', 'messages')}"]
     if details["merged_summary_ids"]:
-        parts.append(f"merged {len(details['merged_summary_ids'])} summaries")
-    parts.append(f"{details['memories_extracted']} memories extracted")
+        parts.append(f"merged {_count(len(details['merged_summary_ids']), 'summary', 'summaries')}")
+    parts.append(f"{_count(details['memories_extracted'], 'memory', 'memories')} extracted")
     parts.append("profile updated" if details["profile_updated"] else "profile unchanged")
     if details["maintenance_error"]:
         parts.append(f"maintenance failed ({details['maintenance_error']}); it will be retried")

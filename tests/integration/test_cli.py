@@ -118,7 +118,7 @@ def test_version() -> None:
 
 
 def test_agents_create_and_list(hk: Hivekeep) -> None:
-    assert "No agents yet" in hk("agents").stdout
+    assert "no hive at" in hk("agents", code=1).output  # a read never creates the file
     assert hk("agents create assistant --role", "General helper").stdout == (
         "Created agent 1 'assistant'.\n"
     )
@@ -291,7 +291,7 @@ def test_profile_over_budget_is_refused_and_unchanged(hka: Hivekeep) -> None:
     before = hka.profile()
     long = "## Notes\n" + "".join(f"- a long line of detail number {i}\n" for i in range(20))
     result = hka("profile edit --agent assistant --file -", env=small, input=long, code=1)
-    assert "over the budget of 20" in result.stderr
+    assert "over its budget of 20" in result.stderr and "edit_profile" not in result.stderr
     assert hka.profile() == before
 
 

@@ -8,7 +8,15 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from hivekeep.server import events
-from hivekeep.server.routes import agents, conversations, history, memories, profile, tools
+from hivekeep.server.routes import (
+    agents,
+    conversations,
+    history,
+    memories,
+    profile,
+    tokens,
+    tools,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (
     agents.router,
@@ -17,6 +25,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     profile.router,
     history.router,
     tools.router,
+    tokens.router,
     conversations.router,
     events.router,
 )

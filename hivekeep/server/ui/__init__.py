@@ -17,10 +17,14 @@ NO_CACHE = {"Cache-Control": "no-cache"}  # revalidate, so an upgraded package s
 
 
 def mount_ui(app: FastAPI) -> None:
-    """``/`` serves the page and ``/static/`` its modules and styles."""
+    """``/`` serves the page, ``/favicon.ico`` its icon and ``/static/`` its modules and styles."""
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:
         return FileResponse(UI_DIR / "index.html", headers=NO_CACHE)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        return FileResponse(UI_DIR / "favicon.ico", media_type="image/x-icon", headers=NO_CACHE)
 
     app.mount("/static", StaticFiles(directory=UI_DIR / "static"), name="ui")

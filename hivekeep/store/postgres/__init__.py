@@ -1,5 +1,6 @@
 """The server backend: PostgreSQL with pgvector (vectors, HNSW) and tsvector + GIN (full text)."""
 
-from hivekeep.store.postgres.store import PostgresStore, is_postgres_url
+from hivekeep.store.postgres.store import PostgresStore
+from hivekeep.store.target import is_postgres_url
 
 __all__ = ["PostgresStore", "is_postgres_url"]

@@ -26,7 +26,7 @@ from psycopg.rows import TupleRow
 
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import ConflictError, NotFound, StoreError
+from hivekeep.errors import AgentNotFound, ConflictError, NotFound, StoreError
 from hivekeep.store.base import (
     BY_AGENT,
     HISTORY_LIMIT,
@@ -67,13 +67,7 @@ HNSW_MAX_SCAN_TUPLES = 100_000
 # Candidates the HNSW search keeps (pgvector's default, 40, found 71 % of the exact top 10 at
 # 100k clustered vectors in bench/scale_postgres.py; the arm asks for a pool of several dozen).
 HNSW_EF_SEARCH = 200
-_URL = re.compile(r"^postgres(ql)?://", re.IGNORECASE)
 _PUNCTUATION = str.maketrans(dict.fromkeys(migrations.SPLIT_PUNCTUATION, " "))
-
-
-def is_postgres_url(target: str) -> bool:
-    """``postgresql://...`` or ``postgres://...``: a hive on a PostgreSQL server."""
-    return bool(_URL.match(target))
 
 
 def redact(url: str) -> str:
@@ -723,7 +717,7 @@ def _agent(conn: Connection, key: int | str, *, lock: bool = False) -> AgentReco
         (key,),
     ).fetchone()
     if row is None:
-        raise NotFound(f"No agent {key!r}. List agents with `hivekeep agents`.")
+        raise AgentNotFound(f"No agent {key!r}.")
     return AgentRecord(*row)
 
 

@@ -22,7 +22,7 @@ import sqlite_vec
 from hivekeep.core import fts_query
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import ConflictError, NotFound, StoreError
+from hivekeep.errors import AgentNotFound, ConflictError, NotFound, StoreError
 from hivekeep.store.base import (
     BY_AGENT,
     HISTORY_LIMIT,
@@ -177,7 +177,7 @@ class SQLiteStore(HistoryRows, ConversationRows):
             f"SELECT id, name, role, created_at, updated_at FROM agents WHERE {column} = ?", (key,)
         )
         if not rows:
-            raise NotFound(f"No agent {key!r}. List agents with `hivekeep agents`.")
+            raise AgentNotFound(f"No agent {key!r}.")
         return AgentRecord(*rows[0])
 
     def list_agents(self) -> list[AgentRecord]:

@@ -61,6 +61,11 @@ async function route() {
   if (handle?.onEvent) listeners.add(handle.onEvent);
 }
 
+// The server's name rule, written once in the page (#new-agent-rule), is the browser's message too.
+const nameInput = document.getElementById("new-agent-name");
+nameInput.addEventListener("input", () => nameInput.setCustomValidity(nameInput.validity.patternMismatch
+  ? `Not a valid name: ${document.getElementById("new-agent-rule").textContent}` : ""));
+
 document.getElementById("new-agent").addEventListener("submit", async (event) => {
   event.preventDefault();
   const error = document.getElementById("new-agent-error");
@@ -85,6 +90,22 @@ document.getElementById("token-form").addEventListener("submit", (event) => {
   start();
 });
 
+// Agents created, renamed or deleted elsewhere: refresh the list, and leave a deleted agent's page.
+function onAgentEvent(type, event) {
+  const mine = current.agent && event.agent_id === current.agent.id;
+  if (mine && type === "agent:deleted") {
+    status(`Agent ${event.data.name} was deleted.`);
+    location.hash = "#/";
+  } else if (mine && type === "agent:updated") { // renamed: new heading, the open view stays
+    const { name, role } = event.data;
+    current.agent = { ...current.agent, name, role };
+    document.querySelector("#main h2")?.replaceChildren(name, h("small", {}, role ? ` — ${role}` : ""));
+    loadAgents();
+  } else {
+    loadAgents();
+  }
+}
+
 let unsubscribe = null;
 async function start() {
   unsubscribe?.();
@@ -92,6 +113,7 @@ async function start() {
     await loadAgents();
   } catch { return; } // 401: the token form is shown
   unsubscribe = subscribe((type, event) => {
+    if (type.startsWith("agent:")) return onAgentEvent(type, event); // another tab, CLI or API
     if (current.agent && event.agent_id === current.agent.id) {
       for (const listener of listeners) listener(type, event);
     }

@@ -3,6 +3,10 @@ import { api, streamPost } from "./api.js";
 import { h, field } from "./dom.js";
 
 const number = (n) => n.toLocaleString("en");
+const count = (n, one, many) => `${number(n)} ${n === 1 ? one : many}`;
+// Shown instead of a send that would fail: what is missing, and where it is set.
+const NO_MODEL = "This agent has no chat model yet, so it cannot reply or compact. Choose one in " +
+  "the Settings tab, or start the server with HIVEKEEP_LLM set (README → Configuration).";
 
 // One compaction, as a card: running (pass, stage) → done (numbers, summary) → or the error.
 export function compactionCard(state) {
@@ -21,8 +25,8 @@ export function compactionCard(state) {
     add(
       h("strong", {}, "Compacted"),
       h("ul", { class: "facts" },
-        h("li", {}, `${state.messages_folded} messages folded`),
-        h("li", {}, `${state.memories_extracted} memories extracted`),
+        h("li", {}, `${count(state.messages_folded, "message", "messages")} folded`),
+        h("li", {}, `${count(state.memories_extracted, "memory", "memories")} extracted`),
         h("li", {}, state.profile_updated ? "profile updated" : "profile unchanged")),
       state.maintenance_error ? h("p", { class: "error" }, `Maintenance failed (retried later): ${state.maintenance_error}`) : null,
       state.summary ? h("details", {}, h("summary", {}, "Summary"), h("p", { class: "summary" }, state.summary)) : null);
@@ -47,7 +51,7 @@ function messageItem(message) {
 }
 
 function contextBar(ctx) {
-  if (!ctx.window) return h("p", { class: "error" }, ctx.llm_error || "No model configured.");
+  if (!ctx.window) return h("span"); // no model: the composer says so, once
   const used = Math.min(100, (100 * ctx.tokens) / ctx.window);
   return h("div", { class: "context" },
     h("div", {
@@ -69,6 +73,18 @@ export async function chatView(panel, agent) {
   const compact = h("button", { type: "button", class: "secondary" }, "Force compact");
   let conversation = null;
   let live = null; // the running compaction's card
+  const { model_id: model } = await api(`/agents/${agent.id}/settings`);
+  const noModel = model ? null : h("p", { class: "hint no-model", id: `no-model-${agent.id}` },
+    NO_MODEL.split("the Settings tab")[0],
+    h("a", { href: `#/agents/${agent.id}/settings` }, "the Settings tab"),
+    NO_MODEL.split("the Settings tab")[1]);
+  if (noModel) {
+    for (const button of [send, compact]) {
+      button.disabled = true;
+      button.title = "No chat model is set for this agent";
+      button.setAttribute("aria-describedby", noModel.id);
+    }
+  }
 
   async function showList() {
     const { conversations } = await api(`/agents/${agent.id}/conversations`);
@@ -102,10 +118,11 @@ export async function chatView(panel, agent) {
   const form = h("form", { class: "composer", hidden: true, onsubmit: async (event) => {
     event.preventDefault();
     const text = input.value.trim();
-    if (!text) return;
+    if (!text || !model) return;
     notice.textContent = "";
-    input.value = "";
     send.disabled = true;
+    let failed = false;
+    const failWith = (message) => { failed = true; notice.textContent = message; };
     log.append(messageItem({ role: "user", content: text, summary_id: null }));
     const reply = h("div", { class: "text" });
     log.append(h("div", { class: "msg assistant streaming" }, h("span", { class: "who" }, "agent"), reply));
@@ -113,12 +130,13 @@ export async function chatView(panel, agent) {
       await streamPost(`/conversations/${conversation}/chat`, { message: text }, (type, data) => {
         if (type === "delta") reply.textContent += data.text;
         else if (type === "tool") reply.before(h("div", { class: "call" }, `→ ${data.name}`));
-        else if (type === "error") notice.textContent = data.message;
+        else if (type === "error") failWith(data.message);
         log.scrollTop = log.scrollHeight;
       });
     } catch (error) {
-      notice.textContent = error.message;
+      failWith(error.message);
     }
+    if (!failed) input.value = ""; // a failed send keeps what was typed, to try again
     send.disabled = false;
     await open(conversation);
   } },
@@ -128,7 +146,7 @@ export async function chatView(panel, agent) {
   });
 
   compact.addEventListener("click", async () => {
-    if (!conversation) return;
+    if (!conversation || !model) return;
     compact.disabled = true;
     notice.textContent = "";
     try {
@@ -144,7 +162,7 @@ export async function chatView(panel, agent) {
 
   panel.append(h("div", { class: "chat" },
     h("aside", {}, h("button", { type: "button", onclick: newConversation }, "New conversation"), list),
-    h("div", { class: "thread" }, h("div", { class: "toolbar" }, usage, compact), notice, log, form)));
+    h("div", { class: "thread" }, h("div", { class: "toolbar" }, usage, compact), noModel, notice, log, form)));
   const existing = await showList();
   if (existing.length) await open(existing[0].id);
   else log.append(h("p", { class: "hint" }, "No conversation yet: start one."));

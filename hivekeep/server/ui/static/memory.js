@@ -4,8 +4,7 @@ import { h, field, options, CATEGORIES, SCOPES } from "./dom.js";
 import { historyList, trashView } from "./history.js";
 
 const PAGE = 20;
-// About 4 characters a token for English text: a hint only, the server's count decides.
-export const estimateTokens = (text) => Math.ceil(text.length / 4);
+const COUNT_DELAY_MS = 200; // the server counts the text a moment after typing stops
 
 function profileEditor(agent) {
   const text = h("textarea", { rows: 12, class: "profile-text", spellcheck: true, disabled: true });
@@ -17,13 +16,24 @@ function profileEditor(agent) {
   const history = h("div", { class: "profile-history" });
   let profile = null;
   let dirty = false;
+  let tokens = 0; // the server's count of the text as typed (the tokenizer the budget uses)
+  let counting = null;
 
   function showGauge() {
-    const estimate = estimateTokens(text.value);
-    const over = estimate > profile.budget;
+    const over = tokens > profile.budget;
     gauge.className = `gauge${over ? " over" : ""}`;
-    gauge.textContent = `≈ ${estimate} / ${profile.budget} tokens` +
-      (dirty ? "" : ` (server count: ${profile.tokens})`) + (over ? " — over budget" : "");
+    gauge.textContent = `${tokens.toLocaleString("en")} / ${profile.budget.toLocaleString("en")} tokens` +
+      (over ? " — over budget" : "");
+  }
+  function recount() {
+    clearTimeout(counting);
+    counting = setTimeout(async () => {
+      const typed = text.value;
+      const counted = await api("/tokens", { method: "POST", body: { text: typed } });
+      if (typed !== text.value) return; // typed on meanwhile: the next count will come
+      tokens = counted.tokens;
+      showGauge();
+    }, COUNT_DELAY_MS);
   }
   async function load(force = false) {
     if (dirty && !force) return;
@@ -31,6 +41,7 @@ function profileEditor(agent) {
     text.value = profile.text;
     text.disabled = false; // editable once the server's version is in
     dirty = false;
+    tokens = profile.tokens;
     showGauge();
   }
   function report(ok, textContent) {
@@ -38,7 +49,7 @@ function profileEditor(agent) {
     message.setAttribute("role", ok ? "status" : "alert");
     message.textContent = textContent;
   }
-  text.addEventListener("input", () => { dirty = true; showGauge(); });
+  text.addEventListener("input", () => { dirty = true; recount(); });
 
   const form = h("form", { class: "stack profile", onsubmit: async (event) => {
     event.preventDefault();
@@ -48,6 +59,7 @@ function profileEditor(agent) {
         body: { text: text.value, expected_revision: profile.revision } });
       dirty = false;
       text.value = profile.text;
+      tokens = profile.tokens;
       showGauge();
       report(true, `Saved (${profile.tokens} tokens).`);
     } catch (error) {

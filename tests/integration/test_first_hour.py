@@ -1,0 +1,285 @@
+"""A newcomer's first hour (issue 19): what a new user runs first, through the CLI, REST and Python.
+
+Real hive files in tmp_path, the real bundled embedder; the CLI runs in-process (CliRunner) or, for
+``serve`` and the import-time checks, as a subprocess exactly as a user starts it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from fastapi.testclient import TestClient
+
+from hivekeep import Hive, Settings
+from hivekeep.cli import cli
+from hivekeep.errors import StoreError
+from hivekeep.providers.embeddings.local import LocalEmbedder
+from hivekeep.server import create_app
+
+ROOT = Path(__file__).parents[2]
+HIVEKEEP = (sys.executable, "-m", "hivekeep")
+HEAVY = ("psycopg", "openai", "anthropic", "fastapi", "starlette", "uvicorn", "mcp")
+
+
+def run(args: list[str], *, code: int = 0) -> Result:
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    if code:
+        assert "Traceback" not in result.output
+    return result
+
+
+def hive_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("hive"))
+
+
+# 2. a missing agent or hive file ------------------------------------------------------------------
+def test_mcp_for_a_missing_agent_says_how_to_create_it_and_leaves_no_file(tmp_path: Path) -> None:
+    db = tmp_path / "hive.db"
+    failed = run(["mcp", "--agent", "ghost", "--db", str(db)], code=1)
+    assert "no hive at" in failed.output and "hivekeep agents create NAME" in failed.output
+    assert hive_files(tmp_path) == []
+
+    run(["agents", "create", "assistant", "--db", str(db)])
+    failed = run(["mcp", "--agent", "ghost", "--db", str(db)], code=1)
+    assert "hivekeep agents create ghost" in failed.output and "--create" in failed.output
+
+
+def test_mcp_create_makes_the_agent_with_its_role(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    proc = subprocess.run(
+        [*HIVEKEEP, "mcp", "--agent", "helper", "--create", "--role", "Helps", "--db", str(db)],
+        input="",  # the host hangs up at once: the stdio server ends
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith("HIVEKEEP_")},
+    )
+    assert proc.returncode == 0, proc.stderr
+    with Hive(db, settings=Settings()) as hive:
+        assert [(a.name, a.role) for a in hive.agents()] == [("helper", "Helps")]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["agents"],
+        ["agents", "list"],
+        ["recall", "--agent", "a", "tea"],
+        ["profile", "show", "--agent", "a"],
+        ["memorize", "--agent", "a", "tea", "--category", "fact"],
+        ["export"],
+        ["trash", "--agent", "a"],
+        ["compact", "--agent", "a"],
+        ["chat", "--agent", "a"],
+    ],
+)
+def test_commands_refuse_a_missing_hive_file_and_create_none(
+    tmp_path: Path, command: list[str]
+) -> None:
+    typo = tmp_path / "hvie.db"
+    failed = run([*command, "--db", str(typo)], code=1)
+    assert f"no hive at {typo}" in failed.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failing_command_that_may_create_leaves_no_new_file(tmp_path: Path) -> None:
+    db = tmp_path / "hive.db"
+    run(["agents", "create", "9lives", "--db", str(db)], code=1)  # a name must start with a letter
+    assert hive_files(tmp_path) == []
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    run(["import", str(bad), "--db", str(db)], code=1)
+    assert hive_files(tmp_path) == []
+    run(["agents", "create", "ann", "--db", str(db)])  # a successful one does create the hive
+    assert "hive.db" in hive_files(tmp_path)
+
+
+def test_not_found_hints_match_the_interface(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
+    db = tmp_path / "hive.db"
+    run(["agents", "create", "ann", "--db", str(db)])
+    cli_hint = run(["recall", "--agent", "bob", "tea", "--db", str(db)], code=1).output
+    assert "No agent 'bob'" in cli_hint and "`hivekeep agents`" in cli_hint
+    with Hive(db, embedder=local_embedder, settings=Settings()) as hive:
+        client = TestClient(create_app(hive), base_url="http://127.0.0.1")
+        error = client.get("/api/agents/bob").json()["error"]
+        assert error["code"] == "not_found"
+        assert "GET /api/agents" in error["message"] and "hivekeep" not in error["message"]
+
+
+# 4. get-or-create --------------------------------------------------------------------------------
+def readme_python_snippet() -> str:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Python quick start") :]
+    match = re.search(r"```python\n(.+?)\n```", section, re.DOTALL)
+    assert match
+    return match.group(1)
+
+
+def test_the_readme_python_quick_start_runs_twice(tmp_path: Path) -> None:
+    snippet = readme_python_snippet()
+    assert "hive.agent(" in snippet
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-c", snippet],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={k: v for k, v in os.environ.items() if not k.startswith(("HIVEKEEP_", "MEMORY_"))},
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "Lisbon" in proc.stdout
+    with Hive(tmp_path / "memory.db", settings=Settings()) as hive:
+        assert [a.name for a in hive.agents()] == ["assistant"]
+
+
+def test_hive_agent_gets_or_creates_and_keeps_an_existing_role(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    with Hive(tmp_path / "h.db", embedder=local_embedder, settings=Settings()) as hive:
+        first = hive.agent("assistant", role="General helper")
+        again = hive.agent(" Assistant ", role="Something else")
+        assert again.id == first.id and again.role == "General helper"
+        assert len(hive.agents()) == 1
+
+
+# 6. import weight and the postgres extra ----------------------------------------------------------
+def test_import_hivekeep_loads_no_driver_sdk_web_or_mcp_framework() -> None:
+    code = f"import sys, hivekeep\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == ""
+
+
+def test_cli_help_loads_no_driver_sdk_web_or_mcp_framework() -> None:
+    code = (
+        "import sys\nfrom hivekeep.cli import cli\n"
+        "try:\n    cli(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print('LOADED:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().endswith("LOADED:")
+
+
+def test_a_postgres_url_without_the_driver_names_the_extra(tmp_path: Path) -> None:
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('psycopg', 'psycopg_pool'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+    )
+    code = (
+        "from hivekeep import Hive, StoreError\n"
+        "try:\n    Hive('postgresql://localhost/none')\n"
+        "except StoreError as exc:\n    print(exc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{blocker}{os.pathsep}{ROOT}"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert "pip install 'hivekeep[postgres]'" in proc.stdout, proc.stdout + proc.stderr
+    assert StoreError  # the error family a caller catches
+
+
+# 8. polish --------------------------------------------------------------------------------------
+@pytest.fixture
+def occupied() -> Iterator[int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])
+
+
+def test_serve_on_a_port_in_use_says_so_before_serving(tmp_path: Path, occupied: int) -> None:
+    db = tmp_path / "hive.db"
+    proc = subprocess.run(
+        [*HIVEKEEP, "serve", "--port", str(occupied), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith("HIVEKEEP_")},
+    )
+    assert proc.returncode == 1
+    assert f"Port {occupied} on 127.0.0.1 is already in use" in proc.stderr
+    assert "serving" not in proc.stdout
+    assert not db.exists()
+
+
+@pytest.fixture
+def api(tmp_path: Path, local_embedder: LocalEmbedder) -> Iterator[TestClient]:
+    with Hive(tmp_path / "api.db", embedder=local_embedder, settings=Settings()) as hive:
+        yield TestClient(create_app(hive), base_url="http://127.0.0.1")
+
+
+def test_favicon_and_offline_docs_assets_are_served(api: TestClient) -> None:
+    icon = api.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
+    html = api.get("/docs").text
+    urls = re.findall(r"""(?:src|href)=["']([^"']+)["']""", html)
+    assert urls and all(url.startswith("/") for url in urls), urls
+    for url in urls:
+        assert api.get(url).status_code == 200, url
+    assert api.get("/redoc").status_code == 404  # not offered: ReDoc fetches a logo from a CDN
+
+
+def test_library_422s_carry_per_field_details(api: TestClient) -> None:
+    bad_name = api.post("/api/agents", json={"name": "9lives"}).json()["error"]
+    assert bad_name["details"] == [{"field": "body.name", "message": bad_name["message"]}]
+    assert "starting with a letter" in bad_name["message"]
+    api.post("/api/agents", json={"name": "ann"})
+    empty_patch = api.patch("/api/agents/ann", json={}).json()["error"]
+    assert empty_patch["code"] == "validation_error" and empty_patch["details"][0]["field"]
+
+
+def test_over_budget_speaks_to_people_over_rest_and_to_models_in_the_tool(
+    api: TestClient,
+) -> None:
+    api.post("/api/agents", json={"name": "ann"})
+    long = "## User\n" + "- Ann likes many things, such as tea and long walks.\n" * 400
+    error = api.put("/api/agents/ann/profile", json={"text": long}).json()["error"]
+    assert error["code"] == "over_budget"
+    assert "edit_profile" not in error["message"] and "Shorten or delete" in error["message"]
+    line = "- Ann likes many things, such as tea and long walks.\n"
+    assert api.put("/api/agents/ann/profile", json={"text": "## User\n" + line * 90}).is_success
+    tool = api.post(
+        "/api/agents/ann/tools/edit_profile",
+        json={"section": "User", "operation": "append", "content": line * 90},
+    ).json()["error"]
+    assert tool["code"] == "tool_error"
+    assert "remove_line" in tool["message"]
+
+
+def test_tokens_route_counts_as_the_budget_does(api: TestClient) -> None:
+    api.post("/api/agents", json={"name": "ann"})
+    text = "## User\n- Ann lives in Lisbon and drinks green tea every morning.\n"
+    counted = api.post("/api/tokens", json={"text": text}).json()["tokens"]
+    saved = api.put("/api/agents/ann/profile", json={"text": text}).json()
+    assert counted == saved["tokens"]
+
+
+def test_agent_create_rename_delete_publish_events(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    with Hive(tmp_path / "ev.db", embedder=local_embedder, settings=Settings()) as hive:
+        seen: list[tuple[str, str]] = []
+        hive.events.subscribe(lambda event: seen.append((event.type, event.data["name"])))
+        agent = hive.create_agent("ann")
+        hive.update_agent(agent.id, name="anna")
+        hive.delete_agent(agent.id)
+        assert seen == [
+            ("agent:created", "ann"),
+            ("agent:updated", "anna"),
+            ("agent:deleted", "anna"),
+        ]
