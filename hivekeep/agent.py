@@ -440,9 +440,22 @@ class Agent:
         *,
         model: str | _Keep | None = KEEP,
         compaction: Mapping[str, Any] | None = None,
+        compacting_model: str | _Keep | None = KEEP,
+        extraction_model: str | _Keep | None = KEEP,
     ) -> AgentSettings:
-        """Set this agent's model spec and/or compaction overrides (``{}`` clears them)."""
-        return self._hive.conversations.configure(self.id, model=model, compaction=compaction)
+        """Set this agent's model specs and/or compaction overrides (``{}`` clears them; None
+        returns a model to the hive's). ``compacting_model`` writes the summaries,
+        ``extraction_model`` runs maintenance, bootstrap and regenerate.
+
+        >>> agent.configure(compacting_model="ollama:llama3.1")  # doctest: +SKIP
+        """
+        return self._hive.conversations.configure(
+            self.id,
+            model=model,
+            compaction=compaction,
+            compacting_model=compacting_model,
+            extraction_model=extraction_model,
+        )
 
     def settings(self) -> AgentSettings:
         return self._hive.store.get_agent_settings(self.id)

@@ -34,7 +34,6 @@ from hivekeep.services.llms import LLMResolver
 from hivekeep.services.maintenance import MaintenanceOutcome, MaintenanceService
 from hivekeep.services.profile import ProfileService
 from hivekeep.services.recall import RecallService
-from hivekeep.services.transfer import ExportReport, Importer, ImportReport, export_jsonl
 from hivekeep.store.base import (
     KEEP,
     PERSON,
@@ -50,7 +49,8 @@ from hivekeep.store.target import is_postgres_url
 from hivekeep.types import Actor, Category, Operation
 from hivekeep.views import version_view
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported when used: export/import's models and PostgreSQL's driver
+    from hivekeep.services.transfer import ExportReport, ImportReport
     from hivekeep.store.postgres.relay import EventRelay
 
 log = logging.getLogger(__name__)
@@ -356,6 +356,8 @@ class Hive:
         or backend (docs/storage.md, "Export and import"). ``history``: the kept versions of
         memories and profiles, and the trash, too; ``import_`` puts them back as they were."""
         agent_id = None if agent is None else self.get_agent(agent).id
+        from hivekeep.services.transfer import export_jsonl
+
         return export_jsonl(self.store, out, agent_id=agent_id, history=history)
 
     def import_(
@@ -371,6 +373,8 @@ class Hive:
 
         Memories get the ``memorize`` tool's limits; a profile over this hive's token budget is
         refused unless ``allow_over_budget`` (then it is imported whole)."""
+        from hivekeep.services.transfer import Importer
+
         importer = Importer(
             self.store,
             self.embeddings,

@@ -119,3 +119,83 @@ def _table(found: list[Agent]) -> None:
 def _short(role: str) -> str:
     line = " ".join(role.split())
     return line if len(line) <= ROLE_WIDTH else line[: ROLE_WIDTH - 1] + "…"
+
+
+@agents.command()
+@click.argument("name")
+@click.option("--model", metavar="SPEC", help="Chat model, provider:model ('default': the hive's).")
+@click.option(
+    "--compacting-model", metavar="SPEC", help="Model of the summaries ('default': the hive's)."
+)
+@click.option(
+    "--extraction-model",
+    metavar="SPEC",
+    help="Model of maintenance, bootstrap and regenerate ('default': the hive's).",
+)
+@click.option(
+    "--set",
+    "numbers",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A compaction number, e.g. threshold_percent=60 (replaces the overrides; repeatable).",
+)
+@click.option("--reset-compaction", is_flag=True, help="Back to the hive's compaction numbers.")
+@db_option
+@json_option
+def configure(
+    name: str,
+    model: str | None,
+    compacting_model: str | None,
+    extraction_model: str | None,
+    numbers: tuple[str, ...],
+    reset_compaction: bool,
+    db: str,
+    as_json: bool,
+) -> None:
+    """Show or change the agent NAME's models and compaction numbers (as agent.configure).
+
+    With no option it shows them. A model is a provider:model spec; 'default' returns it to
+    the hive's (HIVEKEEP_LLM, COMPACTING_MODEL, MEMORY_EXTRACTION_MODEL). Example:
+
+    \b
+        hivekeep agents configure assistant --compacting-model ollama:llama3.1
+        hivekeep agents configure assistant --set threshold_percent=60 --set keep_percent=30
+    """
+    specs = {
+        key: (None if value.strip().lower() == "default" else value.strip())
+        for key, value in (
+            ("model", model),
+            ("compacting_model", compacting_model),
+            ("extraction_model", extraction_model),
+        )
+        if value is not None
+    }
+    compaction = {} if reset_compaction else _numbers(numbers) if numbers else None
+    with open_hive(db) as hive:
+        agent = hive.get_agent(name)
+        if specs or compaction is not None:
+            agent.configure(compaction=compaction, **specs)
+        stored = agent.settings()
+        effective = asdict(agent.compaction_settings())
+    if as_json:
+        echo_json({**stored.to_json(), "effective": effective})
+        return
+    for key in ("model", "compacting_model", "extraction_model"):
+        echo(f"{key}: {getattr(stored, key) or 'hive default'}")
+    for key, value in effective.items():
+        mark = "" if key not in stored.compaction else "  (this agent's)"
+        click.echo(f"{key}: {value}{mark}")
+
+
+def _numbers(pairs: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not sep or number != number:
+            raise click.BadParameter(f"{pair!r} is not KEY=NUMBER.", param_hint="--set")
+        out[key.strip()] = int(number) if number.is_integer() else number
+    return out

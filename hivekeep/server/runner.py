@@ -36,6 +36,11 @@ def _resume(hive: Hive) -> None:
     )
 
 
+def _upkeep_wanted(hive: Hive) -> bool:
+    """A model for upkeep: the hive's, or any agent's own (chat or extraction model)."""
+    return hive.llms.configured or any(hive.llms.has_upkeep_model(a.id) for a in hive.agents())
+
+
 class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, streams: EventStreams) -> None:
         super().__init__(config)
@@ -50,11 +55,12 @@ def run_server(hive: Hive, *, host: str, port: int, token: str | None = None) ->
     """Serve ``hive`` until interrupted (SIGINT / SIGTERM).
 
     The deferred start-up upkeep (bootstrap, maintenance left pending by a crash or an outage)
-    runs in the background when a model is configured, so the server answers at once.
+    runs in the background when a model is configured, hive-wide or for any agent, so the
+    server answers at once.
     """
     hosts = allowed_hosts(port or None, bind_host=host, extra=hive.settings.allowed_hosts)
     app = create_app(hive, token=token, hosts=hosts)
-    if hive.llms.configured:
+    if _upkeep_wanted(hive):
         threading.Thread(target=_resume, args=(hive,), name="hivekeep-resume", daemon=True).start()
     config = uvicorn.Config(
         app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, log_level="info"

@@ -83,6 +83,8 @@ class ConversationService:
         *,
         model: str | _Keep | None = KEEP,
         compaction: Mapping[str, Any] | None = None,
+        compacting_model: str | _Keep | None = KEEP,
+        extraction_model: str | _Keep | None = KEEP,
     ) -> AgentSettings:
         """Change the agent's model spec and/or compaction overrides (validated before saving).
 
@@ -91,12 +93,21 @@ class ConversationService:
         """
         current = self.store.get_agent_settings(agent_id)
         new = current
-        if not isinstance(model, _Keep):
-            if model is not None and ":" not in model:
+        specs: dict[str, str | _Keep | None] = {
+            "model": model,
+            "compacting_model": compacting_model,
+            "extraction_model": extraction_model,
+        }
+        for name, spec in specs.items():
+            if isinstance(spec, _Keep):
+                continue
+            if spec is not None and ":" not in spec:
                 raise ValidationError(
-                    f"Model {model!r} must be a provider:model spec such as 'openai:gpt-4o-mini'."
+                    f"Model {spec!r} must be a provider:model spec such as 'openai:gpt-4o-mini'.",
+                    field=name,
                 )
-            new = dataclasses.replace(new, model=model)
+            changed: dict[str, Any] = {name: spec}
+            new = dataclasses.replace(new, **changed)
         if compaction is not None:
             known = {f.name for f in dataclasses.fields(CompactionSettings)}
             unknown = sorted(set(compaction) - known)

@@ -2,8 +2,9 @@
 
 Resolution, most specific first: an LLM object given for the agent in this process
 (``hive.set_agent_llm``), the agent's stored ``provider:model`` spec, then the hive's LLM
-(``Hive(llm=...)`` or ``HIVEKEEP_LLM``). Compaction may use ``COMPACTING_MODEL`` and the
-maintenance, bootstrap and regenerate calls ``MEMORY_EXTRACTION_MODEL`` instead (SPEC §8, §11).
+(``Hive(llm=...)`` or ``HIVEKEEP_LLM``). Compaction may use another model, and the maintenance,
+bootstrap and regenerate calls too (SPEC §8, §11): the agent's own ``compacting_model`` /
+``extraction_model`` first, then the hive's ``COMPACTING_MODEL`` / ``MEMORY_EXTRACTION_MODEL``.
 Specs are turned into provider objects once and cached.
 """
 
@@ -45,6 +46,15 @@ class LLMResolver:
     def configured(self) -> bool:
         return self._default is not None or bool(self._per_agent)
 
+    def has_upkeep_model(self, agent_id: int) -> bool:
+        """Whether this agent's maintenance and bootstrap have a model (its own or the hive's)."""
+        if self._default is not None or self.settings.extraction_model:
+            return True
+        if agent_id in self._per_agent:
+            return True
+        mine = self.store.get_agent_settings(agent_id)
+        return bool(mine.extraction_model or mine.model)
+
     def set_agent_llm(self, agent_id: int, llm: LLM | None) -> None:
         """Use ``llm`` for this agent in this process (None: back to the stored/hive model)."""
         with self._lock:
@@ -66,10 +76,13 @@ class LLMResolver:
         return self._default if not isinstance(self._default, str) else self._build(self._default)
 
     def for_purpose(self, agent_id: int, purpose: Purpose) -> LLM:
-        special = {
-            "compaction": self.settings.compacting_model,
-            "maintenance": self.settings.extraction_model,
-        }.get(purpose)
+        special = None
+        if purpose in ("compaction", "maintenance"):
+            mine = self.store.get_agent_settings(agent_id)
+            special = {
+                "compaction": mine.compacting_model or self.settings.compacting_model,
+                "maintenance": mine.extraction_model or self.settings.extraction_model,
+            }[purpose]
         if special:
             return self._build(special)
         return self.chat_model(agent_id, what=purpose)

@@ -152,6 +152,8 @@ class HeaderLine(_Line):
 class SettingsInfo(_Line):
     model: str | None = None
     compaction: dict[str, Any] = Field(default_factory=dict)
+    compacting_model: str | None = None
+    extraction_model: str | None = None
 
 
 class AgentLine(_Line):
@@ -404,7 +406,7 @@ def _agent_line(agent: AgentRecord, settings: AgentSettings) -> dict[str, Any]:
         "role": agent.role,
         "created_at": agent.created_at,
         "updated_at": agent.updated_at,
-        "settings": {"model": settings.model, "compaction": settings.compaction},
+        "settings": settings.to_json(),
     }
 
 
@@ -977,6 +979,8 @@ class _Run:
         merged = AgentSettings(  # what the hive already says wins
             model=current.model or line.settings.model,
             compaction={**line.settings.compaction, **current.compaction},
+            compacting_model=current.compacting_model or line.settings.compacting_model,
+            extraction_model=current.extraction_model or line.settings.extraction_model,
         )
         if merged != current:
             try:

@@ -182,10 +182,34 @@ class Restored:
 
 @dataclass(frozen=True)
 class AgentSettings:
-    """Per-agent overrides stored with the agent: a model spec and compaction numbers."""
+    """Per-agent overrides stored with the agent: model specs and compaction numbers.
+
+    ``model`` chats; ``compacting_model`` writes and merges summaries and ``extraction_model``
+    runs the maintenance call, bootstrap and regenerate (None: the hive's COMPACTING_MODEL /
+    MEMORY_EXTRACTION_MODEL, else the agent's chat model).
+    """
 
     model: str | None = None
     compaction: dict[str, Any] = field(default_factory=dict)
+    compacting_model: str | None = None
+    extraction_model: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "compaction": self.compaction,
+            "compacting_model": self.compacting_model,
+            "extraction_model": self.extraction_model,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AgentSettings:
+        return cls(
+            model=data.get("model"),
+            compaction=dict(data.get("compaction", {})),
+            compacting_model=data.get("compacting_model"),
+            extraction_model=data.get("extraction_model"),
+        )
 
 
 class ConversationStore(Protocol):

@@ -22,8 +22,8 @@ from tests.integration.server_support import START_TIMEOUT_S, Server, free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs it with apt-get")
+    if os.environ.get("CI") or os.environ.get("HIVEKEEP_REQUIRE_BROWSER"):
+        raise RuntimeError(f"{CHROMIUM} is missing: scripts/test installs it with apt-get")
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
 
 from playwright.sync_api import Browser, Page, Request, Route, expect, sync_playwright  # noqa: E402
@@ -239,3 +239,25 @@ def test_a_second_tab_follows_agents_created_renamed_and_deleted(
         api.delete(f"/agents/{name}x").raise_for_status()
     expect(agents.get_by_role("link", name=f"{name}x")).to_have_count(0)
     expect(second.get_by_text("Create or pick an agent.")).to_be_visible()
+
+
+def test_the_settings_tab_sets_the_agents_upkeep_models(
+    browser: Browser, bare: Server, tabs: list[Tab]
+) -> None:
+    page = open_tab(tabs, browser, bare.url)
+    name = create_agent(page)
+    page.get_by_role("tab", name="Settings").click()
+    page.get_by_label("Compaction model (provider:model)").fill("ollama:llama3.1")
+    page.get_by_label("Extraction model (provider:model)").fill("ollama:qwen2.5")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.locator(".result.ok")).to_contain_text("Saved")
+    stored = httpx.get(f"{bare.url}/api/agents/{name}/settings", trust_env=False).json()
+    assert (stored["compacting_model"], stored["extraction_model"]) == (
+        "ollama:llama3.1",
+        "ollama:qwen2.5",
+    )
+    page.get_by_label("Compaction model (provider:model)").fill("")
+    with page.expect_response(lambda r: r.url.endswith("/settings") and r.request.method == "PUT"):
+        page.get_by_role("button", name="Save settings").click()
+    stored = httpx.get(f"{bare.url}/api/agents/{name}/settings", trust_env=False).json()
+    assert stored["compacting_model"] is None and stored["extraction_model"] == "ollama:qwen2.5"

@@ -18,8 +18,8 @@ from tests.integration.server_support import Server
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs it with apt-get")
+    if os.environ.get("CI") or os.environ.get("HIVEKEEP_REQUIRE_BROWSER"):
+        raise RuntimeError(f"{CHROMIUM} is missing: scripts/test installs it with apt-get")
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
 
 from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402

@@ -283,3 +283,63 @@ def test_agent_create_rename_delete_publish_events(
             ("agent:updated", "anna"),
             ("agent:deleted", "anna"),
         ]
+
+
+# 9. per-agent upkeep models ---------------------------------------------------------------------
+def test_per_agent_upkeep_models_everywhere(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
+    from hivekeep.server.runner import _upkeep_wanted
+
+    db = tmp_path / "models.db"
+    with Hive(db, embedder=local_embedder, settings=Settings()) as hive:
+        agent = hive.agent("ann")
+        assert not _upkeep_wanted(hive)  # no model anywhere: serve skips upkeep
+        agent.configure(compacting_model="ollama:small", extraction_model="ollama:big")
+        assert hive.llms.for_purpose(agent.id, "compaction").model_id.endswith("small")
+        assert hive.llms.for_purpose(agent.id, "maintenance").model_id.endswith("big")
+        assert _upkeep_wanted(hive)  # an agent's own model is enough for serve's upkeep
+        client = TestClient(create_app(hive), base_url="http://127.0.0.1")
+        put = client.put("/api/agents/ann/settings", json={"compacting_model": None})
+        assert put.json()["compacting_model"] is None
+        assert put.json()["extraction_model"] == "ollama:big"
+        bad = client.put("/api/agents/ann/settings", json={"extraction_model": "nope:x"})
+        assert bad.status_code == 422
+        assert bad.json()["error"]["details"][0]["field"] == "body.extraction_model"
+    run(["agents", "configure", "ann", "--compacting-model", "ollama:tiny", "--db", str(db)])
+    shown = run(["agents", "configure", "ann", "--extraction-model", "default", "--db", str(db)])
+    assert "compacting_model: ollama:tiny" in shown.output
+    assert "extraction_model: hive default" in shown.output
+
+
+# 3. where each chat model lives, as the README says ---------------------------------------------
+@pytest.mark.parametrize(
+    ("spec", "variable", "url"),
+    [
+        ("openai:gpt-4o-mini", "OPENAI_BASE_URL", "http://127.0.0.1:9001/v1"),
+        ("ollama:llama3.1", "OLLAMA_HOST", "http://127.0.0.1:9002"),
+        ("vllm:Qwen/Qwen2.5-7B-Instruct", "VLLM_BASE_URL", "http://127.0.0.1:9003/v1"),
+        ("lmstudio:qwen2.5-7b-instruct", "LMSTUDIO_BASE_URL", "http://127.0.0.1:9004/v1"),
+    ],
+)
+def test_each_chat_model_url_can_be_moved_as_documented(
+    monkeypatch: pytest.MonkeyPatch, spec: str, variable: str, url: str
+) -> None:
+    from hivekeep.providers.llm.registry import create_llm
+
+    readme = (ROOT / "README.md").read_text()
+    assert f"`{variable}`" in readme and f"HIVEKEEP_LLM={spec.split(':')[0]}:" in readme
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv(variable, url)
+    llm = create_llm(spec, context_window=8192)
+    assert getattr(llm, "base_url", "").startswith(url)
+
+
+def test_the_readme_test_command_is_what_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("Install and test:") :]
+    command = re.search(r"```sh\n(.+?)\n```", section, re.DOTALL)
+    assert command and command.group(1).strip() == "pip install -e '.[test]' && scripts/test"
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "pip install -e '.[test]'" in ci and "scripts/test" in ci
+    script = (ROOT / "scripts" / "test").read_text()
+    assert "apt-get install -y -qq chromium" in script and 'exec pytest "$@"' in script
+    assert os.access(ROOT / "scripts" / "test", os.X_OK)

@@ -8,8 +8,8 @@ authenticates (``base_url=`` overrides any default)::
     ollama:M       http://localhost:11434/v1         none                   OLLAMA_HOST (+ /v1)
     openrouter:M   https://openrouter.ai/api/v1      OPENROUTER_API_KEY
     groq:M         https://api.groq.com/openai/v1    GROQ_API_KEY
-    vllm:M         http://localhost:8000/v1          VLLM_API_KEY (opt.)
-    lmstudio:M     http://localhost:1234/v1          none
+    vllm:M         http://localhost:8000/v1          VLLM_API_KEY (opt.)    VLLM_BASE_URL
+    lmstudio:M     http://localhost:1234/v1          none                   LMSTUDIO_BASE_URL
 
 Ollama serves every model with a 4,096-token context unless its server was started with
 ``OLLAMA_CONTEXT_LENGTH``, whatever the model could do, and silently drops the oldest prompt text
@@ -71,10 +71,20 @@ PRESETS: dict[str, Endpoint] = {
     ),
     "groq": Endpoint("groq", "Groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
     "vllm": Endpoint(
-        "vllm", "vLLM", "http://localhost:8000/v1", "VLLM_API_KEY", key_required=False
+        "vllm",
+        "vLLM",
+        "http://localhost:8000/v1",
+        "VLLM_API_KEY",
+        "VLLM_BASE_URL",
+        key_required=False,
     ),
     "lmstudio": Endpoint(
-        "lmstudio", "LM Studio", "http://localhost:1234/v1", None, key_required=False
+        "lmstudio",
+        "LM Studio",
+        "http://localhost:1234/v1",
+        None,
+        "LMSTUDIO_BASE_URL",
+        key_required=False,
     ),
 }
 

@@ -78,11 +78,18 @@ CompactionNumber = Annotated[float, Field(ge=-1e9, le=1e9, allow_inf_nan=False)]
 
 
 class SettingsPatch(Body):
-    """``model``: a provider:model spec, or null for the hive's model; ``compaction``: overrides
-    that replace the current ones (``{}`` clears them). A field left out is kept."""
+    """``model``: a provider:model spec, or null for the hive's model; ``compacting_model`` and
+    ``extraction_model`` the same for summaries and for maintenance / bootstrap / regenerate
+    (null: the hive's, else the chat model); ``compaction``: overrides that replace the current
+    ones (``{}`` clears them). A field left out is kept."""
 
     model: str | None = Field(default=None, min_length=3, max_length=200)
+    compacting_model: str | None = Field(default=None, min_length=3, max_length=200)
+    extraction_model: str | None = Field(default=None, min_length=3, max_length=200)
     compaction: dict[CompactionName, CompactionNumber] | None = Field(default=None, max_length=20)
+
+
+MODEL_FIELDS = ("model", "compacting_model", "extraction_model")
 
 
 # helpers ----------------------------------------------------------------------------------------
@@ -134,6 +141,8 @@ def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
     return {
         "agent_id": agent.id,
         "model": stored.model,
+        "compacting_model": stored.compacting_model,
+        "extraction_model": stored.extraction_model,
         "compaction": stored.compaction,
         "effective": dataclasses.asdict(agent.compaction_settings()),
         **_model_info(hive, agent),
@@ -309,8 +318,13 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
     fields = body.model_dump(exclude_unset=True)
     if not fields:
         raise ValidationError("Send at least one of 'model' and 'compaction' to change.")
-    if fields.get("model") is not None:
-        create_llm(fields["model"])  # ValidationError (422) when it cannot work
+    specs = {k: fields[k] for k in MODEL_FIELDS if k in fields}
+    for name, spec in specs.items():
+        if spec is not None:
+            try:
+                create_llm(spec)  # ValidationError (422) when it cannot work
+            except ValidationError as exc:
+                raise ValidationError(str(exc), field=name) from None
     compaction = fields.get("compaction")
     overrides = None
     if compaction is not None:  # whole numbers where the field is one ({"max_summaries": 8.0})
@@ -319,8 +333,5 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
         overrides = {
             k: float(v) if isinstance(defaults.get(k), float) else v for k, v in overrides.items()
         }
-    if "model" in fields:
-        agent.configure(model=fields["model"], compaction=overrides)
-    else:
-        agent.configure(compaction=overrides)
+    agent.configure(compaction=overrides, **specs)
     return _agent_settings(hive, agent)

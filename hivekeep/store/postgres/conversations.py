@@ -105,11 +105,10 @@ class ConversationRows:
             row = conn.execute(
                 "SELECT settings FROM agent_settings WHERE agent_id = %s", (agent_id,)
             ).fetchone()
-        data = dict(row[0]) if row else {}
-        return AgentSettings(model=data.get("model"), compaction=dict(data.get("compaction", {})))
+        return AgentSettings.from_json(dict(row[0]) if row else {})
 
     def save_agent_settings(self, agent_id: int, settings: AgentSettings) -> None:
-        payload = {"model": settings.model, "compaction": settings.compaction}
+        payload = settings.to_json()
         with self._transaction() as conn:
             _agent_exists(conn, agent_id)
             conn.execute(

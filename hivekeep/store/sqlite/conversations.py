@@ -100,11 +100,10 @@ class ConversationRows:
     def get_agent_settings(self, agent_id: int) -> AgentSettings:
         self._agent_exists(agent_id)
         rows = self._read("SELECT settings FROM agent_settings WHERE agent_id = ?", (agent_id,))
-        data = json.loads(rows[0][0]) if rows else {}
-        return AgentSettings(model=data.get("model"), compaction=dict(data.get("compaction", {})))
+        return AgentSettings.from_json(json.loads(rows[0][0]) if rows else {})
 
     def save_agent_settings(self, agent_id: int, settings: AgentSettings) -> None:
-        payload = json.dumps({"model": settings.model, "compaction": settings.compaction})
+        payload = json.dumps(settings.to_json())
         with self.atomic() as conn:
             self._agent_exists(agent_id)
             conn.execute(

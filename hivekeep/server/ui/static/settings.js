@@ -5,6 +5,9 @@ import { h, field } from "./dom.js";
 export async function settingsView(panel, agent) {
   const [hive, mine] = await Promise.all([api("/settings"), api(`/agents/${agent.id}/settings`)]);
   const model = h("input", { value: mine.model || "", maxlength: 200, placeholder: "hive default" });
+  // the models of upkeep: empty means the hive's COMPACTING_MODEL / MEMORY_EXTRACTION_MODEL, else the chat model
+  const upkeep = Object.fromEntries(["compacting_model", "extraction_model"].map((name) => [name,
+    h("input", { value: mine[name] || "", maxlength: 200, placeholder: hive.llm[name] || "the chat model", name })]));
   const inputs = Object.entries(mine.effective).map(([name, value]) => [name, h("input", {
     type: "number", step: "any", value: String(value), name,
   })]);
@@ -19,8 +22,10 @@ export async function settingsView(panel, agent) {
       const saved = await api(`/agents/${agent.id}/settings`, { method: "PUT", body });
       for (const [name, input] of inputs) input.value = String(saved.effective[name]);
       show(true, `Saved. Model in force: ${saved.model_id || saved.llm_error}.`);
+      return true;
     } catch (error) {
       show(false, error.message);
+      return false;
     }
   }
   const form = h("form", { class: "stack settings", onsubmit: (event) => {
@@ -33,13 +38,19 @@ export async function settingsView(panel, agent) {
     const body = { compaction };
     const spec = model.value.trim() || null;
     if (spec !== mine.model) body.model = spec;
-    save(body);
+    for (const [name, input] of Object.entries(upkeep)) {
+      const value = input.value.trim() || null;
+      if (value !== mine[name]) body[name] = value;
+    }
+    save(body).then((ok) => ok && Object.assign(mine, body));
   } },
   h("h3", {}, `${agent.name}'s settings`),
   ...field("Chat model (provider:model)", model),
   h("p", {}, h("small", {}, `In force: ${mine.model_id || "none"}` +
     (mine.context_window ? ` · window ${mine.context_window.toLocaleString("en")} tokens` : "") +
     (mine.llm_error ? ` · ${mine.llm_error}` : ""))),
+  ...field("Compaction model (provider:model)", upkeep.compacting_model),
+  ...field("Extraction model (provider:model)", upkeep.extraction_model),
   h("fieldset", {}, h("legend", {}, "Compaction"),
     h("div", { class: "grid" }, inputs.map(([name, input]) => h("div", { class: "stack" }, ...field(name.replaceAll("_", " "), input))))),
   h("div", { class: "row" }, h("button", { type: "submit" }, "Save settings"),
