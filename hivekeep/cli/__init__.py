@@ -46,6 +46,7 @@ COMMANDS = {
     "restore": "history:restore",
     "trash": "history:trash",
     "purge": "history:purge",
+    "bench": "bench:bench",
 }
 
 _DB_KEY = "hivekeep.db"

@@ -343,3 +343,30 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     script = (ROOT / "scripts" / "test").read_text()
     assert "apt-get install -y -qq chromium" in script and 'exec pytest "$@"' in script
     assert os.access(ROOT / "scripts" / "test", os.X_OK)
+
+
+# 7. hivekeep bench ------------------------------------------------------------------------------
+def test_bench_measures_a_small_hive_without_writing_to_it(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    import json
+    import time
+
+    db = tmp_path / "bench.db"
+    with Hive(db, embedder=local_embedder, settings=Settings()) as hive:
+        agent = hive.agent("ann")
+        agent.memorize_many(
+            {"content": f"Ann note {i} about tea and Lisbon", "category": "fact"} for i in range(20)
+        )
+        before = agent.list_memories().total
+    start = time.monotonic()
+    small = ["bench", "--agent", "ann", "--queries", "5", "--writes", "5", "--db", str(db)]
+    out = run(small)
+    figures = json.loads(run([*small, "--json"]).stdout)
+    assert time.monotonic() - start < 60
+    assert "recall (incl. embedding)" in out.stdout and "memories/s" in out.stdout
+    recall = figures["recall"]
+    assert recall["n"] == 5 and recall["p95_ms"] >= recall["p50_ms"]
+    assert figures["writes"]["per_second"] > 0 and figures["query_embedding"]["n"] == 5
+    with Hive(db, embedder=local_embedder, settings=Settings()) as hive:
+        assert hive.get_agent("ann").list_memories().total == before
