@@ -3,7 +3,11 @@
 The format is described in docs/storage.md ("Export and import"). In short: one JSON object per
 line with a ``type`` — a ``header`` first, then ``agent`` and ``profile`` lines, each conversation
 (``conversation`` then its ``message`` and ``summary`` lines), then every ``memory`` with its
-vector. Records name each other by agent name or by export key, never by database id, because ids
+vector. With ``history`` (``export --history``, format version 2) profile and memory lines carry
+their kept versions and the trash follows as ``trashed`` lines; an import puts both back as they
+were (who, when, operation kept).
+
+Records name each other by agent name or by export key, never by database id, because ids
 differ between hives and backends. Everything goes through the ``Store`` protocol, so the same code
 exports from and imports into any backend.
 
@@ -43,7 +47,7 @@ from hivekeep.core.text import (
     parse_timestamp,
 )
 from hivekeep.core.tokens import count_tokens
-from hivekeep.errors import NotFound, ValidationError
+from hivekeep.errors import ConflictError, NotFound, ValidationError
 from hivekeep.services.archive import ArchiveService
 from hivekeep.services.conversation import ConversationService
 from hivekeep.services.embedding import EmbeddingService
@@ -53,8 +57,12 @@ from hivekeep.store.base import (
     Change,
     EmbeddingSpace,
     MemoryRecord,
+    MemoryVersion,
     NewMemory,
+    ProfileRecord,
+    ProfileVersion,
     Store,
+    TrashedMemory,
     Vector,
 )
 from hivekeep.store.conversations import (
@@ -73,7 +81,8 @@ from hivekeep.types import Actor, Category, Operation, Scope, Source
 log = logging.getLogger(__name__)
 
 FORMAT = "hivekeep-jsonl"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the newest this reads; an export without history is still written as 1
+HISTORY_VERSION = 2  # the format version that may carry history and trash (``--history``)
 # Keys of a compaction record (a message's ``record``) that list summary ids: exported as summary
 # keys and written back as the new ids.
 RECORD_SUMMARY_FIELDS = ("summary_ids", "merged_summary_ids")
@@ -165,8 +174,40 @@ class AgentLine(_Line):
     settings: SettingsInfo = Field(default_factory=SettingsInfo)
 
 
+class ProfileVersionInfo(_Line):
+    """One kept version of a profile (``export --history``)."""
+
+    version: int = Field(ge=0)
+    text: Annotated[str, AfterValidator(_clean)]
+    tokens: int = Field(ge=0)
+    changed_at: Timestamp
+    changed_by: Actor
+    operation: Operation
+
+
+class MemoryVersionInfo(_Line):
+    """One kept version of a memory (``export --history``)."""
+
+    version: int = Field(ge=1)
+    content: Content
+    category: Category
+    subject: Annotated[str, AfterValidator(_clean)] | None = None
+    importance: int | None = Field(default=None, ge=1, le=10)
+    scope: Scope
+    changed_at: Timestamp
+    changed_by: Actor
+    operation: Operation
+
+
+def _distinct(versions: list[Any] | None) -> list[Any] | None:
+    if versions is not None and len({v.version for v in versions}) != len(versions):
+        raise ValueError("two versions have the same number")
+    return versions
+
+
 class ProfileLine(_Line):
-    """``revision`` and the dates are informational: the importing hive keeps its own counter."""
+    """``revision`` and the dates are informational (the importing hive keeps its own counter),
+    except where ``history`` is put into a profile never written: then they are restored."""
 
     type: Literal["profile"]
     agent: Text
@@ -176,6 +217,7 @@ class ProfileLine(_Line):
     last_rewrite_at: Timestamp | None = None
     manually_edited_at: Timestamp | None = None
     updated_at: Timestamp | None = None
+    history: Annotated[list[ProfileVersionInfo] | None, AfterValidator(_distinct)] = None
 
 
 class MemoryLine(_Line):
@@ -209,6 +251,16 @@ class MemoryLine(_Line):
     created_at: CreatedAt
     updated_at: Timestamp | None = None
     vector: str | None = None  # base64 of little-endian float32, the header's dimension
+    history: Annotated[list[MemoryVersionInfo] | None, AfterValidator(_distinct)] = None
+
+
+class TrashedLine(MemoryLine):
+    """A memory in the trash (``export --history``): a memory line, and when and by whom it was
+    forgotten."""
+
+    type: Literal["trashed"]  # type: ignore[assignment]
+    deleted_at: Timestamp
+    deleted_by: Actor
 
 
 class ConversationLine(_Line):
@@ -268,13 +320,14 @@ AnyLine = Annotated[
     | AgentLine
     | ProfileLine
     | MemoryLine
+    | TrashedLine
     | ConversationLine
     | MessageLine
     | SummaryLine,
     Field(discriminator="type"),
 ]
 _LINE: pydantic.TypeAdapter[AnyLine] = pydantic.TypeAdapter(AnyLine)
-TYPES = ("header", "agent", "profile", "conversation", "message", "summary", "memory")
+TYPES = ("header", "agent", "profile", "conversation", "message", "summary", "memory", "trashed")
 
 
 # -- keys and vectors ------------------------------------------------------------------------------
@@ -325,6 +378,7 @@ class ExportReport:
     conversations: int
     messages: int
     summaries: int
+    trashed: int = 0  # memories in the trash (``history`` only)
 
 
 def hivekeep_version() -> str:
@@ -340,9 +394,12 @@ def _dump(out: TextIO, line: dict[str, Any]) -> None:
     out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
-def export_jsonl(store: Store, out: TextIO, *, agent_id: int | None = None) -> ExportReport:
+def export_jsonl(
+    store: Store, out: TextIO, *, agent_id: int | None = None, history: bool = False
+) -> ExportReport:
     """Write the hive (or one agent: its conversations and the memories it wrote, shared ones
-    included) to ``out``, one line at a time."""
+    included) to ``out``, one line at a time; with ``history``, the kept versions of profiles
+    and memories and the trash too."""
     agents = [store.get_agent(agent_id)] if agent_id is not None else store.list_agents()
     space = store.embedding_space()
     _dump(
@@ -350,7 +407,7 @@ def export_jsonl(store: Store, out: TextIO, *, agent_id: int | None = None) -> E
         {
             "type": "header",
             "format": FORMAT,
-            "version": FORMAT_VERSION,
+            "version": HISTORY_VERSION if history else 1,
             "hivekeep_version": hivekeep_version(),
             "exported_at": now_timestamp(),
             "embedding": None
@@ -373,6 +430,11 @@ def export_jsonl(store: Store, out: TextIO, *, agent_id: int | None = None) -> E
                 "last_rewrite_at": profile.last_rewrite_at,
                 "manually_edited_at": profile.manually_edited_at,
                 "updated_at": profile.updated_at,
+                **(
+                    {"history": [_profile_version(v) for v in store.profile_history(agent.id)]}
+                    if history
+                    else {}
+                ),
             },
         )
     conversations = messages = summaries = 0
@@ -393,10 +455,64 @@ def export_jsonl(store: Store, out: TextIO, *, agent_id: int | None = None) -> E
     while page := store.memories_with_vectors(agent_id, after_id=after, limit=MEMORY_PAGE):
         for memory, vector in page:
             if memory.agent_id in authors or memory.author_deleted:
-                _dump(out, _memory_line(memory, vector))
+                line = _memory_line(memory, vector)
+                if history:
+                    line["history"] = _memory_versions(store, memory)
+                _dump(out, line)
                 memories += 1
         after = page[-1][0].id
-    return ExportReport(len(agents), memories, conversations, messages, summaries)
+    trashed = _export_trash(store, out, agent_id, authors) if history else 0
+    return ExportReport(len(agents), memories, conversations, messages, summaries, trashed)
+
+
+def _export_trash(store: Store, out: TextIO, agent_id: int | None, authors: set[int]) -> int:
+    count = after = 0
+    while page := store.trash_with_vectors(agent_id, after_id=after, limit=MEMORY_PAGE):
+        for item, vector in page:
+            memory = item.memory
+            if memory.agent_id in authors or memory.author_deleted:
+                line = _trashed_line(item, vector)
+                line["history"] = _memory_versions(store, memory)
+                _dump(out, line)
+                count += 1
+        after = page[-1][0].memory.id
+    return count
+
+
+def _memory_versions(store: Store, memory: MemoryRecord) -> list[dict[str, Any]]:
+    viewer = PERSON if memory.author_deleted or memory.agent_id is None else memory.agent_id
+    return [
+        {
+            "version": v.version,
+            "content": v.content,
+            "category": v.category.value,
+            "subject": v.subject,
+            "importance": v.importance,
+            "scope": v.scope.value,
+            "changed_at": v.changed_at,
+            "changed_by": v.changed_by.value,
+            "operation": v.operation.value,
+        }
+        for v in store.memory_history(memory.id, viewer)
+    ]
+
+
+def _profile_version(v: ProfileVersion) -> dict[str, Any]:
+    return {
+        "version": v.version,
+        "text": v.text,
+        "tokens": v.tokens,
+        "changed_at": v.changed_at,
+        "changed_by": v.changed_by.value,
+        "operation": v.operation.value,
+    }
+
+
+def _trashed_line(item: TrashedMemory, vector: npt.NDArray[np.float32] | None) -> dict[str, Any]:
+    line = _memory_line(item.memory, vector)
+    line["type"] = "trashed"
+    line["source_message"] = None  # its conversation may be gone; a trashed memory needs none
+    return {**line, "deleted_at": item.deleted_at, "deleted_by": item.deleted_by.value}
 
 
 def _agent_line(agent: AgentRecord, settings: AgentSettings) -> dict[str, Any]:
@@ -724,6 +840,9 @@ class _Reader:
             raise _LineError(number, "a second header line")
         return line
 
+    def _v2(self) -> bool:
+        return self.header is not None and self.header.version >= HISTORY_VERSION
+
     def _check(
         self,
         number: int,
@@ -761,6 +880,8 @@ class _Reader:
             if line.agent.lower() in profiles:
                 raise _LineError(number, f"agent {line.agent!r} has two profile lines")
             profiles.add(line.agent.lower())
+            if line.history is not None and not self._v2():
+                raise _LineError(number, f"history needs format version {HISTORY_VERSION}")
             if self.profile_budget is not None:
                 tokens = count_tokens(line.text)
                 if tokens > self.profile_budget:
@@ -777,6 +898,10 @@ class _Reader:
                 raise _LineError(number, f"conversation key {line.key!r} is used twice")
             conversation_keys.add(line.key)
         elif isinstance(line, MemoryLine):
+            if (line.history is not None or isinstance(line, TrashedLine)) and not self._v2():
+                raise _LineError(
+                    number, f"history and the trash need format version {HISTORY_VERSION}"
+                )
             if not line.author_deleted:
                 known(line.author)
             elif line.scope is not Scope.SHARED:
@@ -841,6 +966,8 @@ class ImportReport:
     vectors: Literal["reused", "re-embedded"] = "reused"
     memories_embedded: int = 0  # imported memories embedded by this hive's model
     memories_pending: int = 0  # imported without a vector (the embedder failed): backfilled later
+    trashed_imported: int = 0  # memories put into the trash (a file from ``export --history``)
+    trashed_skipped: int = 0  # already in the trash (same author, text and deletion time)
     conversations_imported: int = 0
     conversations_skipped: int = 0  # already in the hive (same agent, start time and title)
     messages: int = 0
@@ -931,6 +1058,8 @@ class _Run:
             self._profile(item)
         elif isinstance(item, _Block):
             self._conversation(item)
+        elif isinstance(item, TrashedLine):
+            self._trashed(number, item)
         elif isinstance(item, MemoryLine):
             self.batch.append((number, item))
             if len(self.batch) >= IMPORT_BATCH:
@@ -993,6 +1122,8 @@ class _Run:
     def _profile(self, line: ProfileLine) -> None:
         agent_id = self.agents[line.agent.lower()]
         current = self.store.get_profile(agent_id)
+        if line.history and current.revision == 0 and not current.text and self._history(line):
+            return
         if not line.text.strip() or current.text == line.text:
             return
         if current.text.strip() and not self.replace_profiles:
@@ -1008,6 +1139,49 @@ class _Run:
             written=Change(Actor.IMPORT, Operation.IMPORT),
         )
         self.report.profiles_imported += 1
+
+    def _history(self, line: ProfileLine) -> bool:
+        """A profile never written takes the file's state and versions as they were; False
+        (nothing written) when it has been written after all."""
+        agent_id = self.agents[line.agent.lower()]
+        versions = [
+            ProfileVersion(
+                agent_id, v.version, v.text, v.tokens, v.changed_at, v.changed_by, v.operation
+            )
+            for v in line.history or []
+        ]
+        revision = line.revision if line.revision is not None else max(v.version for v in versions)
+        profile = ProfileRecord(
+            agent_id,
+            line.text,
+            count_tokens(line.text),
+            revision,
+            line.last_rewrite_at,
+            line.manually_edited_at,
+            line.updated_at,
+        )
+        try:
+            self.store.put_profile_history(profile, versions)
+        except ConflictError:
+            return False
+        if line.text.strip():
+            self.report.profiles_imported += 1
+        return True
+
+    def _trashed(self, number: int, line: TrashedLine) -> None:
+        vector = (
+            decode_vector(line.vector, self.dimension)
+            if self.reuse and line.vector
+            else self.fresh.pop(number, None)
+        )
+        memory_id = self.store.put_trashed_memory(
+            self._memory(line), vector, deleted_at=line.deleted_at, deleted_by=line.deleted_by
+        )
+        if memory_id is None:
+            self.report.trashed_skipped += 1
+            return
+        self.store.put_memory_versions(memory_id, _versions(memory_id, line.history or []))
+        self.report.trashed_imported += 1
 
     def _conversation(self, block: _Block) -> None:
         agent_id = self.agents[block.conversation.agent.lower()]
@@ -1047,6 +1221,10 @@ class _Run:
             if result.duplicate:
                 self.report.memories_duplicate += 1
                 continue
+            # the file's history as it was, or (none in the file) version 1 written by the import
+            memory = result.memory
+            versions = _versions(memory.id, m.history) if m.history else [_imported(memory)]
+            self.store.put_memory_versions(memory.id, versions)
             self.report.memories_imported += 1
             if vector is None:
                 self.report.memories_pending += 1
@@ -1070,3 +1248,37 @@ class _Run:
             retrieval_count=m.retrieval_count,
             last_retrieved_at=m.last_retrieved_at,
         )
+
+
+def _versions(memory_id: int, versions: list[MemoryVersionInfo]) -> list[MemoryVersion]:
+    return [
+        MemoryVersion(
+            memory_id,
+            v.version,
+            v.content,
+            v.category,
+            v.subject,
+            v.importance,
+            v.scope,
+            v.changed_at,
+            v.changed_by,
+            v.operation,
+        )
+        for v in versions
+    ]
+
+
+def _imported(memory: MemoryRecord) -> MemoryVersion:
+    """Version 1 of a memory an import wrote: who wrote it first is not known here."""
+    return MemoryVersion(
+        memory.id,
+        1,
+        memory.content,
+        memory.category,
+        memory.subject,
+        memory.importance,
+        memory.scope,
+        now_timestamp(),
+        Actor.IMPORT,
+        Operation.CREATE,
+    )

@@ -350,6 +350,29 @@ class Store(ConversationStore, Protocol):
         """Purge every memory trashed before the timestamp (retention); returns the count."""
         ...
 
+    # history carried by an export (``export --history``) and put back by an import ------------
+    def trash_with_vectors(
+        self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
+    ) -> list[tuple[TrashedMemory, npt.NDArray[np.float32] | None]]:
+        """Trashed memories written by ``agent_id`` (None: by anyone, deleted authors included)
+        with id > ``after_id``, oldest id first, each with its kept vector: export's pages."""
+        ...
+
+    def put_memory_versions(self, memory_id: int, versions: Sequence[MemoryVersion]) -> None:
+        """Make ``versions`` the recorded history of a memory, live or trashed, as they are:
+        numbers, content, who, when and operation (each one's ``memory_id`` is ignored). Any
+        versions recorded before are replaced; past ``history_limit`` the oldest are left out.
+        Import only."""
+        ...
+
+    def put_trashed_memory(
+        self, memory: NewMemory, vector: Vector | None, *, deleted_at: str, deleted_by: Actor
+    ) -> int | None:
+        """Put a memory straight into the trash, with a new id (import). None, writing nothing,
+        when the same author's trash already holds the same text deleted at the same time
+        (importing a file twice)."""
+        ...
+
     def vector_search(
         self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
     ) -> list[tuple[int, float]]:
@@ -429,6 +452,15 @@ class Store(ConversationStore, Protocol):
 
     def profile_history(self, agent_id: int) -> list[ProfileVersion]:
         """Every kept version of the profile, newest first (the current one included)."""
+        ...
+
+    def put_profile_history(
+        self, profile: ProfileRecord, versions: Sequence[ProfileVersion]
+    ) -> ProfileRecord:
+        """Give a profile never written (revision 0, nothing recorded) the exported state as it
+        was: ``profile``'s text, tokens, revision and stamps (its ``agent_id`` says whose), and
+        ``versions`` as its history (numbers, who, when, operation kept). Import only; raises
+        ConflictError when the profile has been written."""
         ...
 
     def modify_profile(

@@ -76,6 +76,26 @@ def version_from_row(row: Sequence[Any]) -> MemoryVersion:
     )
 
 
+def version_values(v: MemoryVersion) -> tuple[Any, ...]:
+    """A version's columns after ``memory_id``, in ``VERSION_COLUMNS`` order."""
+    return (
+        v.version,
+        v.content,
+        v.category.value,
+        v.subject,
+        v.importance,
+        v.scope.value,
+        v.changed_at,
+        v.changed_by.value,
+        v.operation.value,
+    )
+
+
+def profile_version_values(v: ProfileVersion) -> tuple[Any, ...]:
+    """A profile version's columns after ``agent_id``, in ``PROFILE_VERSION_COLUMNS`` order."""
+    return (v.version, v.text, v.tokens, v.changed_at, v.changed_by.value, v.operation.value)
+
+
 def first_version(memory: MemoryRecord) -> MemoryVersion:
     """Version 1 of a memory never changed since it was written (nothing recorded yet)."""
     return MemoryVersion(

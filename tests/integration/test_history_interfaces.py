@@ -95,3 +95,63 @@ def test_cli_history_restore_trash_and_purge(db_path: Path, local_embedder: Loca
     with Hive(db_path, embedder=local_embedder, settings=Settings()) as hive:
         assert hive.get_agent("alice").profile_text() == ""
         assert hive.get_agent("alice").list_memories().total == 0
+
+
+def test_cli_export_history_carries_versions_and_trash_into_an_import(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    source, copy, backup = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "backup.jsonl"
+    with Hive(source, embedder=local_embedder, settings=Settings()) as hive:
+        agent = hive.create_agent("alice")
+        memory = agent.memorize("Tea at five", category="fact").memory
+        agent.update_memory(memory.id, content="Tea at six")
+        gone = agent.memorize("The spare key is under the mat", category="fact").memory
+        agent.forget(gone.id)
+        agent.set_profile("## Likes\n- tea\n")
+        want = agent.memory_history(memory.id), agent.profile_history()
+    assert "1 memory in the trash" in _run(source, "export", "--history", "-o", str(backup))
+    assert "Trash: 1 imported, 0 already there." in _run(copy, "import", str(backup))
+    assert "Trash: 0 imported, 1 already there." in _run(copy, "import", str(backup))
+    with Hive(copy, embedder=local_embedder, settings=Settings()) as hive:
+        agent = hive.get_agent("alice")
+        [live] = agent.list_memories().memories
+        assert (agent.memory_history(live.id), agent.profile_history()) == want
+        [trashed] = agent.trash().memories
+        assert trashed.memory.content == "The spare key is under the mat"
+        assert [v["operation"] for v in agent.memory_history(trashed.memory.id)] == [
+            "forget",
+            "create",
+        ]
+        agent.restore_memory(trashed.memory.id)  # back from the trash, found again
+        assert agent.recall("spare key").hits
+
+
+def test_an_import_without_history_writes_version_one_as_the_import(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    backup = tmp_path / "plain.jsonl"
+    with Hive(tmp_path / "a.db", embedder=local_embedder, settings=Settings()) as hive:
+        hive.create_agent("alice").memorize("Tea at five", category="fact")
+        hive.create_agent("bob").set_profile("## Likes\n- coffee\n")
+    _run(tmp_path / "a.db", "export", "-o", str(backup))
+    with Hive(tmp_path / "b.db", embedder=local_embedder, settings=Settings()) as hive:
+        hive.create_agent("bob").set_profile("## Likes\n- water\n")
+    _run(tmp_path / "b.db", "import", str(backup), "--replace-profiles")
+    with Hive(tmp_path / "b.db", embedder=local_embedder, settings=Settings()) as hive:
+        alice = hive.get_agent("alice")
+        [memory] = alice.list_memories().memories
+        [first] = alice.memory_history(memory.id)
+        assert (first["version"], first["changed_by"], first["operation"]) == (
+            1,
+            "import",
+            "create",
+        )
+        alice.update_memory(memory.id, content="Tea at six")
+        assert [v["changed_by"] for v in alice.memory_history(memory.id)] == ["agent", "import"]
+        newest, before = hive.get_agent("bob").profile_history()[:2]
+        assert (newest["changed_by"], newest["operation"], "coffee" in newest["text"]) == (
+            "import",
+            "import",
+            True,
+        )
+        assert "water" in before["text"]  # what the import replaced stays in the history

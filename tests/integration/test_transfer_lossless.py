@@ -5,6 +5,10 @@ Each example builds a random hive: agents with profiles, private and shared memo
 categories, subjects, importance and creation times) and conversations, plus one author who wrote
 private and shared memories and a conversation and was then deleted. Its shared memories must
 survive both trips, still attributed to it and owned by no agent; its private ones must not.
+
+With ``history`` (``export --history``), random updates, forgets, restores and profile edits come
+on top, and every kept version of memories and profiles (who, when, operation) and the trash must
+come back as they were.
 """
 
 from __future__ import annotations
@@ -72,6 +76,41 @@ hives = st.fixed_dictionaries(
 )
 
 
+changes = st.lists(
+    st.tuples(
+        st.integers(0, 11),  # which memory (modulo the count)
+        st.sampled_from(("update", "forget", "restore", "restore-version", "profile")),
+        st.sampled_from(WORDS),
+    ),
+    max_size=10,
+)
+
+
+def change(hive: Hive, agents: dict[str, Any], steps: list[tuple[int, str, str]]) -> None:
+    """Updates, forgets, restores (of the trash, of an older version) and profile edits."""
+    written = [
+        (agent, memory.id)
+        for agent in agents.values()
+        for memory in agent.list_memories(scope="private").memories
+    ]
+    for number, (pick, operation, word) in enumerate(steps):
+        if not written:
+            return
+        agent, memory_id = written[pick % len(written)]
+        history = agent.memory_history(memory_id)
+        trashed = history[0]["operation"] == "forget"
+        if operation == "profile":
+            agent.set_profile(f"{word} profile {number}")
+        elif operation == "update" and not trashed:
+            agent.update_memory(memory_id, content=f"{word} changed {number} of {memory_id}")
+        elif operation == "forget" and not trashed:
+            agent.forget(memory_id)
+        elif operation == "restore" and trashed:
+            agent.restore_memory(memory_id)
+        elif operation == "restore-version" and not trashed and len(history) > 1:
+            agent.restore_memory(memory_id, version=history[-1]["version"])
+
+
 def build(hive: Hive, spec: dict[str, Any]) -> None:
     names = [*NAMES[: spec["agents"]], DELETED]
     agents = {name: hive.create_agent(name, role=f"{name}'s role") for name in names}
@@ -115,12 +154,20 @@ def build(hive: Hive, spec: dict[str, Any]) -> None:
             {"content": "dee's private parting note", "category": "fact"},
         ]
     )
+    if "changes" in spec:
+        change(hive, agents, spec["changes"])
+        # the deleted author's trashed shared memory stays in the trash, ownerless
+        forgotten = agents[DELETED].memorize(
+            "dee's shared note, forgotten", category="fact", scope="shared"
+        )
+        agents[DELETED].update_memory(forgotten.memory.id, content="dee's shared note, changed")
+        agents[DELETED].forget(forgotten.memory.id)
     hive.delete_agent(DELETED)
 
 
-def export_lines(hive: Hive, path: Path) -> list[dict[str, Any]]:
+def export_lines(hive: Hive, path: Path, *, history: bool = False) -> list[dict[str, Any]]:
     with path.open("w", encoding="utf-8") as out:
-        hive.export(out)
+        hive.export(out, history=history)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
@@ -130,12 +177,17 @@ def content(lines: list[dict[str, Any]]) -> dict[str, Any]:
     conversations: dict[str, tuple[str, str, str]] = {}
     for line in lines:
         kind = line["type"]
-        if kind == "memory":
-            item: Any = tuple(line.get(name, False) for name in MEMORY_FIELDS)
+        history = tuple(tuple(sorted(v.items())) for v in line.get("history") or ())
+        if kind in ("memory", "trashed"):
+            item: Any = (*(line.get(name, False) for name in MEMORY_FIELDS), history)
+            if kind == "trashed":
+                item += (line["deleted_at"], line["deleted_by"])
         elif kind == "agent":
             item = (line["name"], line["role"])
         elif kind == "profile":
-            item = (line["agent"], line["text"])
+            item = (line["agent"], line["text"], history)
+            if history:  # put back as it was, revision and stamps included
+                item += (line["revision"], line["updated_at"], line["manually_edited_at"])
         elif kind == "conversation":
             conversations[line["key"]] = (line["agent"], line["title"], line["created_at"])
             item = conversations[line["key"]]
@@ -148,7 +200,7 @@ def content(lines: list[dict[str, Any]]) -> dict[str, Any]:
     return {kind: sorted(items, key=repr) for kind, items in by_type.items()}
 
 
-def round_trip(backend: str, spec: dict[str, Any]) -> None:
+def round_trip(backend: str, spec: dict[str, Any], *, history: bool = False) -> None:
     table = VectorTable()
     with tempfile.TemporaryDirectory() as folder:
         first, second = Path(folder) / "first.jsonl", Path(folder) / "second.jsonl"
@@ -157,13 +209,16 @@ def round_trip(backend: str, spec: dict[str, Any]) -> None:
             Hive(target, embedder=table, settings=Settings()) as source,
         ):
             build(source, spec)
-            want = content(export_lines(source, first))
+            want = content(export_lines(source, first, history=history))
         with (
             hive_target(backend) as target,
             Hive(target, embedder=table, settings=Settings()) as copy,
         ):
             copy.import_(first)
-            got = content(export_lines(copy, second))
+            got = content(export_lines(copy, second, history=history))
+            if history:
+                assert "dee's shared note, changed" in [m[0] for m in want["trashed"]]
+                assert copy.trash()  # a person sees the deleted author's trashed shared note
             kept = [
                 m for m in want.get("memory", []) if m[MEMORY_FIELDS.index("author")] == DELETED
             ]
@@ -191,6 +246,20 @@ def test_export_import_export_keeps_everything(backend: str, examples: int) -> N
     @given(spec=hives)
     def check(spec: dict[str, Any]) -> None:
         round_trip(backend, spec)
+
+    check()
+
+
+@pytest.mark.parametrize(("backend", "examples"), [("sqlite", 20), ("postgres", 8)])
+def test_export_history_import_export_keeps_history_and_trash(backend: str, examples: int) -> None:
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(spec=hives, steps=changes)
+    def check(spec: dict[str, Any], steps: list[tuple[int, str, str]]) -> None:
+        round_trip(backend, {**spec, "changes": steps}, history=True)
 
     check()
 

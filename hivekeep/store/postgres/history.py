@@ -17,19 +17,24 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import psycopg
 from psycopg.rows import TupleRow
 
-from hivekeep.core.text import now_timestamp
-from hivekeep.errors import NotFound
+from hivekeep.core.text import normalise_text, now_timestamp
+from hivekeep.errors import ConflictError, NotFound
 from hivekeep.store.base import (
     PERSON,
+    AgentRecord,
     Change,
     MemoryRecord,
     MemoryVersion,
+    NewMemory,
     ProfileRecord,
     ProfileVersion,
     TrashedMemory,
+    Vector,
 )
 from hivekeep.store.rows import (
     CREATOR_SQL,
@@ -37,12 +42,16 @@ from hivekeep.store.rows import (
     PROFILE_VERSION_COLUMNS,
     STORED_COLUMNS,
     VERSION_COLUMNS,
+    author_of,
     first_version,
     memory_from_row,
     profile_version_from_row,
+    profile_version_values,
     version_from_row,
+    version_values,
     with_current,
 )
+from hivekeep.store.vector_cache import subject_key
 from hivekeep.types import Actor, Operation
 
 Connection = psycopg.Connection[TupleRow]
@@ -246,3 +255,127 @@ class HistoryRows:
                 (agent_id,),
             ).fetchall()
         return with_current(current, [profile_version_from_row(row) for row in rows])
+
+    # what an export with history carries, put back by an import -----------------------------
+    def trash_with_vectors(
+        self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
+    ) -> list[tuple[TrashedMemory, npt.NDArray[np.float32] | None]]:
+        author = "" if agent_id is None else " AND agent_id = %(agent)s"
+        with self._transaction() as conn:
+            rows = conn.execute(
+                f"SELECT {MEMORY_COLUMNS}, deleted_at, deleted_by, embedding::real[] "
+                f"FROM memory_trash WHERE id > %(after)s{author} ORDER BY id LIMIT %(limit)s",
+                {"after": after_id, "agent": agent_id, "limit": limit},
+            ).fetchall()
+        return [
+            (
+                TrashedMemory(memory_from_row(r), r[16], Actor(r[17])),
+                None if r[18] is None else np.asarray(r[18], dtype=np.float32),
+            )
+            for r in rows
+        ]
+
+    def put_memory_versions(self, memory_id: int, versions: Sequence[MemoryVersion]) -> None:
+        kept = sorted(versions, key=lambda v: v.version)[-self.history_limit :]
+        with self._transaction() as conn:
+            conn.execute("DELETE FROM memory_versions WHERE memory_id = %s", (memory_id,))
+            for v in kept:
+                conn.execute(
+                    f"INSERT INTO memory_versions({VERSION_COLUMNS}) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    (memory_id, *version_values(v)),
+                )
+
+    def put_trashed_memory(
+        self, memory: NewMemory, vector: Vector | None, *, deleted_at: str, deleted_by: Actor
+    ) -> int | None:
+        from hivekeep.store.postgres.store import vector_literal  # store.py imports this module
+
+        owner = None if memory.agent_id == PERSON else memory.agent_id
+        with self._transaction() as conn:
+
+            def agent(key: int) -> AgentRecord:
+                row = conn.execute(
+                    "SELECT id, name, role, created_at, updated_at FROM agents WHERE id = %s",
+                    (key,),
+                ).fetchone()
+                if row is None:
+                    raise NotFound(f"No agent {key!r}.")
+                return AgentRecord(*row)
+
+            author = author_of(memory, {}, agent)
+            known = conn.execute(
+                "SELECT 1 FROM memory_trash WHERE agent_id IS NOT DISTINCT FROM %s "
+                "AND author_name = %s AND content = %s AND deleted_at = %s",
+                (owner, author, memory.content, deleted_at),
+            ).fetchone()
+            if known is not None:
+                return None
+            model = conn.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
+            literal = None if vector is None or model is None else vector_literal(vector)
+            now = now_timestamp()
+            row = conn.execute(
+                f"INSERT INTO memory_trash({_TRASH_COLUMNS}, deleted_at, deleted_by) VALUES ("
+                "nextval(pg_get_serial_sequence('memories', 'id')), "
+                + ", ".join(["%s"] * 18)
+                + ", %s::vector, %s, %s) RETURNING id",
+                (
+                    owner,
+                    author,
+                    memory.content,
+                    normalise_text(memory.content),
+                    memory.category.value,
+                    memory.subject,
+                    memory.importance,
+                    memory.scope.value,
+                    memory.source_context,
+                    memory.source.value,
+                    memory.source_message_id,
+                    memory.retrieval_count,
+                    memory.last_retrieved_at,
+                    "pending" if literal is None else "ready",
+                    None if literal is None or model is None else model[0],
+                    memory.created_at or now,
+                    memory.updated_at or now,
+                    subject_key(memory.subject),
+                    literal,
+                    deleted_at,
+                    deleted_by.value,
+                ),
+            ).fetchone()
+            assert row is not None
+            return int(row[0])
+
+    def put_profile_history(
+        self, profile: ProfileRecord, versions: Sequence[ProfileVersion]
+    ) -> ProfileRecord:
+        kept = sorted(versions, key=lambda v: v.version)[-self.history_limit :]
+        with self._transaction() as conn:
+            written = conn.execute(
+                "UPDATE profiles SET text = %s, tokens = %s, revision = %s, "
+                "last_rewrite_at = %s, manually_edited_at = %s, "
+                "updated_at = coalesce(%s, updated_at) WHERE agent_id = %s AND revision = 0 "
+                "AND NOT EXISTS (SELECT 1 FROM profile_versions WHERE agent_id = %s)",
+                (
+                    profile.text,
+                    profile.tokens,
+                    profile.revision,
+                    profile.last_rewrite_at,
+                    profile.manually_edited_at,
+                    profile.updated_at,
+                    profile.agent_id,
+                    profile.agent_id,
+                ),
+            )
+            if written.rowcount == 0:
+                raise ConflictError(
+                    f"The profile of agent {profile.agent_id} has been written; an import puts "
+                    "a history only into a profile never written."
+                )
+            for v in kept:
+                conn.execute(
+                    f"INSERT INTO profile_versions({PROFILE_VERSION_COLUMNS}) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    (profile.agent_id, *profile_version_values(v)),
+                )
+            return self._profile_of(conn, profile.agent_id)

@@ -22,17 +22,22 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from hivekeep.core.text import now_timestamp
-from hivekeep.errors import NotFound
+from hivekeep.core.text import normalise_text, now_timestamp
+from hivekeep.errors import ConflictError, NotFound
 from hivekeep.store.base import (
     PERSON,
+    AgentRecord,
     Change,
+    EmbeddingSpace,
     MemoryRecord,
     MemoryVersion,
+    NewMemory,
     ProfileRecord,
     ProfileVersion,
     TrashedMemory,
+    Vector,
 )
 from hivekeep.store.rows import (
     CREATOR_SQL,
@@ -40,10 +45,13 @@ from hivekeep.store.rows import (
     PROFILE_VERSION_COLUMNS,
     STORED_COLUMNS,
     VERSION_COLUMNS,
+    author_of,
     first_version,
     memory_from_row,
     profile_version_from_row,
+    profile_version_values,
     version_from_row,
+    version_values,
     with_current,
 )
 from hivekeep.store.sqlite.vectors import VectorIndex
@@ -80,6 +88,12 @@ class HistoryRows:
         raise NotImplementedError  # provided by SQLiteStore
 
     def _owned(self, memory_id: int, owner_id: int) -> MemoryRecord:
+        raise NotImplementedError  # provided by SQLiteStore
+
+    def get_agent(self, key: int | str) -> AgentRecord:
+        raise NotImplementedError  # provided by SQLiteStore
+
+    def embedding_space(self) -> EmbeddingSpace | None:
         raise NotImplementedError  # provided by SQLiteStore
 
     # versions (inside the caller's transaction) ---------------------------------------------
@@ -266,6 +280,94 @@ class HistoryRows:
                 self._scrub()
         return erased
 
+    # what an export with history carries, put back by an import -----------------------------
+    def trash_with_vectors(
+        self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
+    ) -> list[tuple[TrashedMemory, npt.NDArray[np.float32] | None]]:
+        author = "" if agent_id is None else " AND agent_id = :agent"
+        rows = self._read(
+            f"SELECT {MEMORY_COLUMNS}, deleted_at, deleted_by, embedding FROM memory_trash "
+            f"WHERE id > :after{author} ORDER BY id LIMIT :limit",
+            {"after": after_id, "agent": agent_id, "limit": limit},
+        )
+        return [
+            (
+                TrashedMemory(memory_from_row(r), r[16], Actor(r[17])),
+                None if r[18] is None else np.frombuffer(r[18], dtype="<f4").astype(np.float32),
+            )
+            for r in rows
+        ]
+
+    def put_memory_versions(self, memory_id: int, versions: Sequence[MemoryVersion]) -> None:
+        kept = sorted(versions, key=lambda v: v.version)[-self.history_limit :]
+        with self.atomic() as conn:
+            conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+            for v in kept:
+                conn.execute(
+                    f"INSERT INTO memory_versions({VERSION_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (memory_id, *version_values(v)),
+                )
+
+    def put_trashed_memory(
+        self, memory: NewMemory, vector: Vector | None, *, deleted_at: str, deleted_by: Actor
+    ) -> int | None:
+        owner = None if memory.agent_id == PERSON else memory.agent_id
+        with self.atomic() as conn:
+            author = author_of(memory, {}, self.get_agent)
+            known = conn.execute(
+                "SELECT 1 FROM memory_trash WHERE agent_id IS ? AND author_name = ? "
+                "AND content = ? AND deleted_at = ?",
+                (owner, author, memory.content, deleted_at),
+            ).fetchone()
+            if known is not None:
+                return None
+            # an id from the memories' own sequence: a restore puts the row back under it
+            seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memories'").fetchone()
+            top = conn.execute("SELECT coalesce(max(id), 0) FROM memory_trash").fetchone()[0]
+            memory_id = max(int(seq[0]) if seq else 0, int(top)) + 1
+            if seq is None:
+                conn.execute(
+                    "INSERT INTO sqlite_sequence(name, seq) VALUES ('memories', ?)", (memory_id,)
+                )
+            else:
+                conn.execute(
+                    "UPDATE sqlite_sequence SET seq = ? WHERE name = 'memories'", (memory_id,)
+                )
+            space = self.embedding_space()
+            blob = None
+            if vector is not None and space is not None:
+                blob = np.asarray(vector, dtype="<f4").tobytes()
+            now = now_timestamp()
+            conn.execute(
+                f"INSERT INTO memory_trash({STORED_COLUMNS}, embedding, deleted_at, deleted_by) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    memory_id,
+                    owner,
+                    author,
+                    memory.content,
+                    normalise_text(memory.content),
+                    memory.category.value,
+                    memory.subject,
+                    memory.importance,
+                    memory.scope.value,
+                    memory.source_context,
+                    memory.source.value,
+                    memory.source_message_id,
+                    memory.retrieval_count,
+                    memory.last_retrieved_at,
+                    "pending" if blob is None else "ready",
+                    None if blob is None or space is None else space.model,
+                    memory.created_at or now,
+                    memory.updated_at or now,
+                    blob,
+                    deleted_at,
+                    deleted_by.value,
+                ),
+            )
+            return memory_id
+
     def _forget_agent_history(self, conn: Any, agent_id: int, private_ids: Sequence[int]) -> None:
         """``delete_agent``: its private memories' versions and its trashed private memories
         go; its trashed shared ones stay, owned by no agent."""
@@ -310,3 +412,37 @@ class HistoryRows:
                 (agent_id,),
             )
         return with_current(current, [profile_version_from_row(row) for row in rows])
+
+    def put_profile_history(
+        self, profile: ProfileRecord, versions: Sequence[ProfileVersion]
+    ) -> ProfileRecord:
+        kept = sorted(versions, key=lambda v: v.version)[-self.history_limit :]
+        with self.atomic() as conn:
+            conn.execute(
+                "UPDATE profiles SET text = ?, tokens = ?, revision = ?, last_rewrite_at = ?, "
+                "manually_edited_at = ?, updated_at = coalesce(?, updated_at) "
+                "WHERE agent_id = ? AND revision = 0 AND NOT EXISTS "
+                "(SELECT 1 FROM profile_versions WHERE agent_id = ?)",
+                (
+                    profile.text,
+                    profile.tokens,
+                    profile.revision,
+                    profile.last_rewrite_at,
+                    profile.manually_edited_at,
+                    profile.updated_at,
+                    profile.agent_id,
+                    profile.agent_id,
+                ),
+            )
+            if conn.changes() == 0:
+                raise ConflictError(
+                    f"The profile of agent {profile.agent_id} has been written; an import puts "
+                    "a history only into a profile never written."
+                )
+            for v in kept:
+                conn.execute(
+                    f"INSERT INTO profile_versions({PROFILE_VERSION_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (profile.agent_id, *profile_version_values(v)),
+                )
+            return self.get_profile(profile.agent_id)
