@@ -16,37 +16,42 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
-from hivekeep import Agent, Hive, HivekeepError, Settings
+from hivekeep.config import Settings
 from hivekeep.core.text import safe_for_terminal
-from hivekeep.errors import AgentNotFound, BudgetError
+from hivekeep.errors import AgentNotFound, BudgetError, HivekeepError
 from hivekeep.store.target import is_postgres_url
+
+if TYPE_CHECKING:  # the library loads when a command runs, so `hivekeep --help` starts fast
+    from hivekeep import Agent, Hive
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# command name -> "module:attribute" under hivekeep.cli
+# command name -> ("module:attribute" under hivekeep.cli, its short help). The short help lives
+# here, the one place it is written, so `hivekeep --help` lists the commands without importing them
+# and the library behind them (``get_command`` gives each loaded command the same line).
 COMMANDS = {
-    "agents": "agents:agents",
-    "memorize": "memories:memorize",
-    "recall": "memories:recall",
-    "profile": "profile:profile",
-    "reembed": "embeddings:reembed",
-    "serve": "serve:serve",
-    "mcp": "mcp:mcp",
-    "chat": "chat:chat",
-    "compact": "upkeep:compact",
-    "export": "transfer:export",
-    "import": "transfer:import_",
-    "backup": "backup:backup",
-    "history": "history:history",
-    "restore": "history:restore",
-    "trash": "history:trash",
-    "purge": "history:purge",
-    "bench": "bench:bench",
+    "agents": ("agents:agents", "The hive's agents; with no subcommand, list them."),
+    "memorize": ("memories:memorize", "Save CONTENT to the agent's archive (the `memorize` tool)."),
+    "recall": ("memories:recall", "Search the agent's own and shared memories for QUERY."),
+    "profile": ("profile:profile", "An agent's profile: the document always in its system prompt."),
+    "reembed": ("embeddings:reembed", "Embed the hive's memories with the configured model."),
+    "serve": ("serve:serve", "Serve the REST API, live events and the web UI."),
+    "mcp": ("mcp:mcp", "Serve the agent's memory tools and profile over MCP."),
+    "chat": ("chat:chat", "Chat with an agent in the terminal, using the configured LLM."),
+    "compact": ("upkeep:compact", "Compact a conversation now."),
+    "export": ("transfer:export", "Write the hive as JSONL."),
+    "import": ("transfer:import_", "Merge an export file (from `hivekeep export`) into the hive."),
+    "backup": ("backup:backup", "Copy the hive to TARGET with SQLite's online backup."),
+    "history": ("history:history", "Show the versions of a memory, or of the agent's profile."),
+    "restore": ("history:restore", "Undo a forget, or restore a version of a memory."),
+    "trash": ("history:trash", "List the agent's forgotten memories still in the trash."),
+    "purge": ("history:purge", "Erase a memory for good: no restore, no history."),
+    "bench": ("bench:bench", "Measure recall, writes and embedding on this hive."),
 }
 
 _DB_KEY = "hivekeep.db"
@@ -59,14 +64,26 @@ class HivekeepGroup(click.Group):
         return sorted({*super().list_commands(ctx), *COMMANDS})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
+        if cmd_name not in COMMANDS:
             return super().get_command(ctx, cmd_name)
-        module, _, attribute = target.partition(":")
+        module, _, attribute = COMMANDS[cmd_name][0].partition(":")
         command: click.Command = getattr(
             importlib.import_module(f"hivekeep.cli.{module}"), attribute
         )
+        command.short_help = COMMANDS[cmd_name][1]
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from ``COMMANDS``'s help lines, importing no command module."""
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx) if name in COMMANDS]
+        rows += [
+            (name, command.get_short_help_str())
+            for name, command in sorted(self.commands.items())
+            if name not in COMMANDS and not command.hidden
+        ]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -170,6 +187,8 @@ def open_hive(db: str, *, create: bool = False, **options: Any) -> Iterator[Hive
             f"no hive at {missing}: check --db (or HIVEKEEP_DB), or start one with "
             "`hivekeep agents create NAME`."
         )
+    from hivekeep.hive import Hive
+
     try:
         with Hive(db, **options) as hive:
             try:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy loads with the store, not with the settings and protocols
+    import numpy as np
+    import numpy.typing as npt
 
-Vectors = Sequence[Sequence[float]] | Sequence[npt.NDArray[np.floating[Any]]] | npt.NDArray[Any]
+Vectors: TypeAlias = (
+    "Sequence[Sequence[float]] | Sequence[npt.NDArray[np.floating[Any]]] | npt.NDArray[Any]"
+)
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,19 @@ def test_cli_help_loads_no_driver_sdk_web_or_mcp_framework() -> None:
     assert proc.stdout.strip().endswith("LOADED:")
 
 
+def test_import_and_cli_help_load_neither_numpy_nor_pydantic_nor_the_store() -> None:
+    """The library loads on first use (hivekeep/__init__.py), the commands when one runs."""
+    heavy = ("numpy", "pydantic", "apsw", "hivekeep.hive", "hivekeep.tools")
+    code = (
+        "import sys, hivekeep\nfrom hivekeep.cli import cli\n"
+        "try:\n    cli(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print('LOADED:' + ','.join(m for m in {heavy!r} if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().endswith("LOADED:"), proc.stdout
+    assert "memorize  Save CONTENT" in proc.stdout  # the command list is still all there
+
+
 def test_a_postgres_url_without_the_driver_names_the_extra(tmp_path: Path) -> None:
     blocker = tmp_path / "block"
     blocker.mkdir()
