@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 TINY = [
@@ -61,7 +63,8 @@ TINY = [
 ]
 
 
-def test_locomo_benchmark_runs_on_a_tiny_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("setup", ["subject", "said", "plain"])
+def test_locomo_benchmark_runs_on_a_tiny_file(tmp_path: Path, setup: str) -> None:
     data = tmp_path / "tiny.json"
     data.write_text(json.dumps(TINY))
     out = tmp_path / "out.json"
@@ -74,6 +77,8 @@ def test_locomo_benchmark_runs_on_a_tiny_file(tmp_path: Path) -> None:
             "--json",
             str(out),
             "--sweep",
+            "--setup",
+            setup,
         ],
         capture_output=True,
         text=True,
@@ -86,3 +91,6 @@ def test_locomo_benchmark_runs_on_a_tiny_file(tmp_path: Path) -> None:
     figures = json.loads(out.read_text())
     assert figures["questions"] == 3
     assert figures["hybrid"]["R@20"] == 1.0
+    assert figures["setup"] == setup
+    assert "| tiny-1 | 3 |" in result.stdout  # the per-fold table
+    assert "Leave one conversation out" in result.stdout

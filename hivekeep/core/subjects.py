@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import TypeVar
 
 from hivekeep.core.fts_query import STOPWORDS
@@ -38,6 +39,7 @@ def words(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=4096)  # subjects repeat across recalls; the work is pure
 def subject_keys(subject: str) -> tuple[tuple[str, ...], ...]:
     """The word sequences that name ``subject``: all its words, and its first word when it has
     several and the first is not a stopword."""
