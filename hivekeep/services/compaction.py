@@ -290,6 +290,9 @@ class CompactionService:
             "memories_extracted": m.memories_added if m else 0,
             "memories_updated": m.memories_updated if m else 0,
             "profile_updated": bool(m and m.profile_updated),
+            # the profile History entry of this run's rewrite (the UI's card links to its diff)
+            "profile_version": m.profile_version if m else None,
+            "profile_version_before": m.profile_version_before if m else None,
             "maintenance_status": m.status if m else None,
             "maintenance_error": m.error if m else None,
             "notes": list(m.notes) if m else [],

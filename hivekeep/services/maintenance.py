@@ -42,6 +42,9 @@ class MaintenanceOutcome:
     profile_updated: bool = False
     error: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # the profile version (revision) the rewrite wrote, and the one it replaced; None: no rewrite
+    profile_version: int | None = None
+    profile_version_before: int | None = None
 
 
 class MaintenanceService:
@@ -109,7 +112,17 @@ class MaintenanceService:
         )
         notes.extend(rewrite.notes)
         self.store.record_maintenance(ids, "done", None)
-        return MaintenanceOutcome(ids, "done", added, updated, rewrite.updated, None, tuple(notes))
+        return MaintenanceOutcome(
+            ids,
+            "done",
+            added,
+            updated,
+            rewrite.updated,
+            None,
+            tuple(notes),
+            profile_version=rewrite.profile.revision if rewrite.updated else None,
+            profile_version_before=profile.revision if rewrite.updated else None,
+        )
 
     def _own_memories(self, agent_id: int) -> list[m.KnownMemory]:
         """The pool the known memories are chosen from: the agent's own newest ``KNOWN_POOL``.

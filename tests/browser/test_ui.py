@@ -291,3 +291,27 @@ def test_profile_history_restores_an_older_text(page: Page) -> None:
     history.get_by_role("button", name="Restore version 1").click()
     expect(profile).to_have_value(re.compile("allergic to peanuts"))
     expect(page.locator(".result.ok")).to_contain_text("Restored version 1")
+
+
+def test_the_compaction_card_links_to_the_profile_diff_its_maintenance_made(page: Page) -> None:
+    create_agent(page)
+    page.get_by_role("button", name="New conversation").click()
+    message = page.get_by_role("textbox", name="Message")
+    for turn in range(3):
+        message.fill(f"Turn {turn}: my name is Ann.")
+        message.press("Enter")
+        expect(page.locator(".msg.assistant:not(.streaming)")).to_have_count(turn + 1)
+    page.get_by_role("button", name="Force compact").click()
+    link = page.locator(".card.compaction.done").get_by_role("link", name=re.compile("profile"))
+    expect(link).to_have_text("profile updated (v0 → v1): see the change")
+    page.reload()  # the stored record links the same way as the live card
+    link = page.locator(".card.compaction.done").get_by_role("link", name=re.compile("profile"))
+    expect(link).to_have_attribute("href", re.compile(r"/memory/profile/1$"))
+    link.click()
+    expect(page.get_by_role("tab", name="Memory")).to_have_attribute("aria-selected", "true")
+    entry = page.locator('.profile-history li.version[aria-current="true"]')
+    expect(entry).to_have_count(1)
+    expect(entry.locator("strong").first).to_have_text("v1")
+    expect(entry.locator(".badge").first).to_have_text("rewrite")
+    expect(entry.locator(".diff ins", has_text="Ann")).to_have_count(1)  # what the rewrite added
+    expect(entry).to_be_in_viewport()

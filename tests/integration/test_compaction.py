@@ -214,6 +214,26 @@ def test_compaction_is_recorded_in_the_conversation_and_published(
     assert "profile:updated" in types
     done = seen[-1].data
     assert done["conversation_id"] == conversation and done["memories_extracted"] == 1
+    # the record names the profile version the rewrite wrote, whose History diff the UI links to
+    assert (record.record["profile_version_before"], record.record["profile_version"]) == (0, 1)
+    assert done["profile_version"] == 1
+    [rewrite] = [v for v in agent.profile_history() if v["version"] == 1]
+    assert (rewrite["operation"], rewrite["changed_by"]) == ("rewrite", "maintenance")
+    assert "Kyoto" in rewrite["text"]
+
+
+def test_a_compaction_that_leaves_the_profile_names_no_version(
+    hive: Hive, llm: ScriptedLLM
+) -> None:
+    agent = hive.create_agent("sam")
+    agent.set_profile("## Trips\n- Kyoto in June\n")
+    conversation = agent.start_conversation().id
+    add_turns(hive, conversation, 6)
+    llm.enqueue("They planned Kyoto.", maintenance_reply([], "## Trips\n- Kyoto in June\n"))
+    outcome = agent.compact(conversation)
+    assert outcome.details["profile_updated"] is False
+    assert outcome.details["profile_version"] is None
+    assert outcome.details["profile_version_before"] is None
 
 
 def test_a_failed_summary_is_recorded_and_folds_nothing(hive: Hive, llm: ScriptedLLM) -> None:

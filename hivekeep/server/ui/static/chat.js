@@ -8,8 +8,11 @@ const count = (n, one, many) => `${number(n)} ${n === 1 ? one : many}`;
 const NO_MODEL = "This agent has no chat model yet, so it cannot reply or compact. Choose one in " +
   "the Settings tab, or start the server with HIVEKEEP_LLM set (README → Configuration).";
 
+// The profile History entry a compaction's rewrite wrote (memory.js opens it, with its diff).
+const profileDiff = (agentId, version) => `#/agents/${agentId}/memory/profile/${version}`;
+
 // One compaction, as a card: running (pass, stage) → done (numbers, summary) → or the error.
-export function compactionCard(state) {
+export function compactionCard(state, agentId) {
   const card = h("article", {
     class: `card compaction ${state.status}`, "aria-live": "polite", "data-record": state.record_id,
   });
@@ -27,16 +30,19 @@ export function compactionCard(state) {
       h("ul", { class: "facts" },
         h("li", {}, `${count(state.messages_folded, "message", "messages")} folded`),
         h("li", {}, `${count(state.memories_extracted, "memory", "memories")} extracted`),
-        h("li", {}, state.profile_updated ? "profile updated" : "profile unchanged")),
+        h("li", {}, !state.profile_updated ? "profile unchanged"
+          : state.profile_version == null ? "profile updated"
+          : h("a", { class: "profile-diff", href: profileDiff(agentId, state.profile_version) },
+            `profile updated (v${state.profile_version_before} → v${state.profile_version}): see the change`))),
       state.maintenance_error ? h("p", { class: "error" }, `Maintenance failed (retried later): ${state.maintenance_error}`) : null,
       state.summary ? h("details", {}, h("summary", {}, "Summary"), h("p", { class: "summary" }, state.summary)) : null);
   }
   return card;
 }
 
-function messageItem(message) {
+function messageItem(message, agentId) {
   if (message.is_compaction_record) {
-    return compactionCard({ status: "done", ...message.record, record_id: message.id });
+    return compactionCard({ status: "done", ...message.record, record_id: message.id }, agentId);
   }
   if (message.role === "system") return null;
   const folded = message.summary_id !== null ? " folded" : "";
@@ -103,7 +109,7 @@ export async function chatView(panel, agent) {
     conversation = id;
     live = null;
     const { messages } = await api(`/conversations/${id}/messages?limit=1000`);
-    log.replaceChildren(...messages.map(messageItem).filter(Boolean));
+    log.replaceChildren(...messages.map((message) => messageItem(message, agent.id)).filter(Boolean));
     log.scrollTop = log.scrollHeight;
     await Promise.all([showList(), refreshContext()]);
     form.hidden = false;
@@ -151,7 +157,7 @@ export async function chatView(panel, agent) {
     notice.textContent = "";
     try {
       const outcome = await api(`/conversations/${conversation}/compact`, { method: "POST" });
-      if (outcome.status === "nothing") log.append(compactionCard(outcome));
+      if (outcome.status === "nothing") log.append(compactionCard(outcome, agent.id));
       else await open(conversation);
     } catch (error) {
       notice.textContent = error.message;
@@ -178,7 +184,7 @@ export async function chatView(panel, agent) {
     const state = type === "compacting:done" ? { ...data, status: data.status || "done" }
       : type === "compacting:error" ? { ...data, status: "error" }
       : { ...data, status: "running" };
-    const card = compactionCard(state);
+    const card = compactionCard(state, agent.id);
     if (live) live.replaceWith(card); else log.append(card);
     live = type.endsWith("start") || type.endsWith("progress") ? card : null;
     log.scrollTop = log.scrollHeight;

@@ -31,7 +31,7 @@ function diffView(before, after) {
 export function historyList(versions, key, restore) {
   return h("ol", { class: "history", "aria-label": "History" }, ...versions.map((version, index) => {
     const older = versions[index + 1];
-    return h("li", { class: "version" },
+    return h("li", { class: "version", "data-version": version.version },
       h("div", { class: "badges" },
         h("strong", {}, `v${version.version}`),
         h("span", { class: "badge" }, version.operation),

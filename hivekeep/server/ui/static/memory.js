@@ -70,7 +70,8 @@ function profileEditor(agent) {
   h("h3", {}, "Profile"), ...field("Profile document (markdown)", text), gauge,
   h("div", { class: "row" }, save, regenerate, historyButton), message, history);
 
-  async function showHistory() {
+  // ``focus``: a version to point at (a compaction card's link), its diff scrolled into view.
+  async function showHistory(focus = null) {
     const versions = await api(`/agents/${agent.id}/profile/history`);
     history.replaceChildren(h("h4", {}, "Profile history"), historyList(versions, "text", async (version) => {
       await api(`/agents/${agent.id}/profile/restore`, { method: "POST", body: { version } });
@@ -78,6 +79,11 @@ function profileEditor(agent) {
       report(true, `Restored version ${version}.`);
       await showHistory();
     }));
+    const entry = focus === null ? null : history.querySelector(`li[data-version="${focus}"]`);
+    if (focus !== null && !entry) report(false, `Version ${focus} is no longer in the history.`);
+    entry?.classList.add("focus");
+    entry?.setAttribute("aria-current", "true");
+    entry?.scrollIntoView({ block: "center" });
   }
   historyButton.addEventListener("click", () => (history.childElementCount ? history.replaceChildren() : showHistory()));
 
@@ -95,7 +101,7 @@ function profileEditor(agent) {
     }
     regenerate.disabled = false;
   });
-  return { form, load };
+  return { form, load, showHistory };
 }
 
 function memoryItem(agent, memory, reload) {
@@ -239,6 +245,8 @@ export async function memoryView(panel, agent) {
   const memories = archive(agent);
   panel.append(h("div", { class: "memory-tab" }, editor.form, memories.section));
   await Promise.all([editor.load(), memories.load()]);
+  const linked = location.hash.match(/\/memory\/profile\/(\d+)$/); // from a compaction card
+  if (linked) await editor.showHistory(Number(linked[1]));
   let timer = null;
   return {
     onEvent(type) {
