@@ -112,6 +112,7 @@ def test_older_file_is_migrated_on_open(db_path: Path, table, monkeypatch) -> No
 
 def test_version_4_file_gets_ownerless_shared_memories(db_path: Path, table, monkeypatch) -> None:
     """m005 rebuilds the memories table: rows, full text, vectors and the id counter survive."""
+
     def m004_with_history(conn: object) -> None:  # today's code needs the history tables
         migrations.m004_conversations(conn)
         migrations.m006_history_and_trash(conn)
