@@ -94,10 +94,11 @@ def record_version(
         "FROM memories WHERE id = %s",
         (version, now_timestamp(), written.by.value, written.operation.value, memory_id),
     )
-    conn.execute(
-        "DELETE FROM memory_versions WHERE memory_id = %s AND version <= %s",
-        (memory_id, version - limit),
-    )
+    if version > limit:  # else nothing to prune: one statement saved per write
+        conn.execute(
+            "DELETE FROM memory_versions WHERE memory_id = %s AND version <= %s",
+            (memory_id, version - limit),
+        )
 
 
 def record_profile(conn: Connection, agent_id: int, written: Change, limit: int) -> None:

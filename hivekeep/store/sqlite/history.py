@@ -123,10 +123,11 @@ class HistoryRows:
             f"FROM {table} WHERE id = ?",
             (version, now_timestamp(), written.by.value, written.operation.value, memory_id),
         )
-        conn.execute(
-            "DELETE FROM memory_versions WHERE memory_id = ? AND version <= ?",
-            (memory_id, version - self.history_limit),
-        )
+        if version > self.history_limit:  # else nothing to prune: one statement saved per write
+            conn.execute(
+                "DELETE FROM memory_versions WHERE memory_id = ? AND version <= ?",
+                (memory_id, version - self.history_limit),
+            )
 
     def memory_history(self, memory_id: int, viewer_id: int) -> list[MemoryVersion]:
         with self.atomic():
