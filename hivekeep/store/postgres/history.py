@@ -58,6 +58,7 @@ Connection = psycopg.Connection[TupleRow]
 
 _SNAPSHOT = "content, category, subject, importance, scope"
 _TRASH_COLUMNS = f"{STORED_COLUMNS}, subject_key, embedding"
+_TRASH_MARKS = ", ".join(["%s"] * 18)  # the values after the id of an imported trashed memory
 # The state of a profile before its first recorded write (see SQLite's ``PROFILE_BEFORE``).
 PROFILE_BEFORE = (
     "INSERT INTO profile_versions(" + PROFILE_VERSION_COLUMNS + ") "
@@ -317,9 +318,8 @@ class HistoryRows:
             now = now_timestamp()
             row = conn.execute(
                 f"INSERT INTO memory_trash({_TRASH_COLUMNS}, deleted_at, deleted_by) VALUES ("
-                "nextval(pg_get_serial_sequence('memories', 'id')), "
-                + ", ".join(["%s"] * 18)
-                + ", %s::vector, %s, %s) RETURNING id",
+                f"nextval(pg_get_serial_sequence('memories', 'id')), {_TRASH_MARKS}, "
+                "%s::vector, %s, %s) RETURNING id",
                 (
                     owner,
                     author,

@@ -113,14 +113,12 @@ class HistoryRows:
         )
         return 1
 
-    def _record_version(
-        self, conn: Any, memory_id: int, previous: int, written: Change, *, table: str
-    ) -> None:
-        """The row's current state in ``table`` as version ``previous + 1``; old ones pruned."""
+    def _record_version(self, conn: Any, memory_id: int, previous: int, written: Change) -> None:
+        """The memory's current state as version ``previous + 1``; old ones pruned."""
         version = previous + 1
         conn.execute(
             f"INSERT INTO memory_versions({VERSION_COLUMNS}) SELECT id, ?, {_SNAPSHOT}, ?, ?, ? "
-            f"FROM {table} WHERE id = ?",
+            "FROM memories WHERE id = ?",
             (version, now_timestamp(), written.by.value, written.operation.value, memory_id),
         )
         if version > self.history_limit:  # else nothing to prune: one statement saved per write
@@ -159,9 +157,7 @@ class HistoryRows:
         with self.atomic() as conn:
             self._owned(memory_id, owner_id)
             latest = self._latest_version(conn, memory_id)
-            self._record_version(
-                conn, memory_id, latest, Change(by, Operation.FORGET), table="memories"
-            )
+            self._record_version(conn, memory_id, latest, Change(by, Operation.FORGET))
             blob = None
             if self._index.exists():
                 found = conn.execute(
@@ -191,9 +187,7 @@ class HistoryRows:
                 vector = np.frombuffer(blob, dtype="<f4").astype(np.float32)
             self._index.write(record, vector, new=True)
             latest = self._latest_version(conn, memory_id)
-            self._record_version(
-                conn, memory_id, latest, Change(by, Operation.RESTORE), table="memories"
-            )
+            self._record_version(conn, memory_id, latest, Change(by, Operation.RESTORE))
             return self.get_memory(memory_id, owner_id)
 
     def list_trash(self, owner_id: int, limit: int, offset: int) -> tuple[list[TrashedMemory], int]:

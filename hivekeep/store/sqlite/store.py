@@ -377,7 +377,7 @@ class SQLiteStore(HistoryRows, ConversationRows):
             conn.execute(
                 f"UPDATE memories SET {assignments} WHERE id = :id", {**fields, "id": memory_id}
             )
-            self._record_version(conn, memory_id, latest, written, table="memories")
+            self._record_version(conn, memory_id, latest, written)
             record = self.get_memory(memory_id, owner_id)
             if not isinstance(vector, _Keep):
                 self._index.write(record, vector)
