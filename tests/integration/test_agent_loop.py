@@ -47,7 +47,7 @@ def test_a_turn_runs_tools_and_stores_every_message(hive: Hive, llm: ScriptedLLM
     # The profile sits in the system prefix; the tools are offered; no search was made for it.
     assert first.messages[0].role == "system"
     assert first.messages[0].content.startswith("You are Sam, a travel assistant.")
-    assert "## User\nName: Ann" in first.messages[0].content
+    assert "## User\n- Name: Ann" in first.messages[0].content  # a new section's line is bulleted
     assert first.tools is not None and len(first.tools) == 7
     assert [m.role for m in first.messages] == ["system", "user"]
     assert first.messages[1].name == "Ann"

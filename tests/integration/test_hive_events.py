@@ -10,6 +10,8 @@ def test_memory_and_profile_writes_publish_events(table_hive: Hive) -> None:
     seen: list[Event] = []
     table_hive.events.subscribe(seen.append)
     agent = table_hive.create_agent("alice")
+    assert [(e.type, e.agent_id) for e in seen] == [("agent:created", agent.id)]
+    seen.clear()
     created = agent.memorize("Likes rock climbing", category="preference").memory
     agent.memorize("likes rock climbing", category="preference")  # duplicate: no event
     agent.update_memory(created.id, importance=6)
