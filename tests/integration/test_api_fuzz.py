@@ -70,6 +70,12 @@ FUZZED = (
     "GET /api/settings",
     "GET /api/agents/{agent}/settings",
     "PUT /api/agents/{agent}/settings",
+    "POST /api/tokens",
+    "GET /api/agents/{agent}/memories/{memory_id}/history",
+    "POST /api/agents/{agent}/memories/{memory_id}/restore",
+    "GET /api/agents/{agent}/profile/history",
+    "POST /api/agents/{agent}/profile/restore",
+    "GET /api/agents/{agent}/trash",
 )
 BIG = 2**63  # one past SQLite's largest integer
 # Values that reach past validation into the store: out-of-range integers, dates at the edges of

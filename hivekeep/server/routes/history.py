@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from hivekeep.errors import ValidationError
-from hivekeep.server.deps import AgentDep, MemoryId
+from hivekeep.server.deps import MAX_ID, AgentDep, MemoryId
 from hivekeep.server.routes.profile import _out as profile_out
 from hivekeep.server.schemas import (
     MemoryOut,
@@ -47,7 +47,7 @@ def restore_memory(agent: AgentDep, memory_id: MemoryId, body: RestoreBody) -> M
 def trash(
     agent: AgentDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
 ) -> TrashList:
     """This agent's forgotten memories, newest deletion first, restorable until the retention
     period (``MEMORY_TRASH_DAYS``) ends."""
