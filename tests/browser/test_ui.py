@@ -230,12 +230,16 @@ def test_the_ui_works_under_the_guard_and_another_sites_page_cannot_post(
         with page.expect_response(lambda response: response.url.endswith("/api/agents")) as sent:
             page.evaluate("document.getElementById('trap').submit()")
         assert sent.value.status == 403, sent.value.text()
+        page.wait_for_url(f"{server.url}/api/agents")  # the form navigates to the refusal
+        page.goto(other)  # back on the other site's page
         fetched = page.evaluate(
             "async (url) => { try { await fetch(url, {method: 'POST', mode: 'no-cors', "
             "body: '{\"name\": \"pwned2\"}'}); return 'sent'; } catch (e) { return String(e); } }",
             f"{server.url}/api/agents",
         )
-        assert fetched == "sent"  # the browser sent it (the answer is opaque to the page)
+        # the browser sent it: the answer is opaque to the page, or, when the refusal comes before
+        # the body is read and the connection closes, a network error; nothing is created either way
+        assert fetched in ("sent", "TypeError: Failed to fetch"), fetched
         agents = server.client().get("/api/agents").json()["agents"]
         names = {agent["name"] for agent in agents}
         assert name in names and not names & {"pwned", "pwned2"}
