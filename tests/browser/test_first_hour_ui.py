@@ -11,22 +11,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from playwright.sync_api import Browser, Page, Request, Route, expect
 
 from tests.integration.scripted_server import DEFAULT_SCRIPT, start_scripted_server
 from tests.integration.server_support import START_TIMEOUT_S, Server, free_port
-
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    if os.environ.get("CI") or os.environ.get("HIVEKEEP_REQUIRE_BROWSER"):
-        raise RuntimeError(f"{CHROMIUM} is missing: scripts/test installs it with apt-get")
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
-
-from playwright.sync_api import Browser, Page, Request, Route, expect, sync_playwright  # noqa: E402
 
 TIMEOUT_MS = 15_000
 LOCAL = ("127.0.0.1", "localhost")
@@ -72,16 +64,6 @@ def scripted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     started = start_scripted_server(tmp_path_factory.mktemp("scripted"))
     yield started
     started.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
-        )
-        yield launched
-        launched.close()
 
 
 class Tab:

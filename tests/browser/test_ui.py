@@ -12,17 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Browser, Page, expect
 
 from tests.integration.scripted_server import DEFAULT_SCRIPT, start_scripted_server
 from tests.integration.server_support import Server
-
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    if os.environ.get("CI") or os.environ.get("HIVEKEEP_REQUIRE_BROWSER"):
-        raise RuntimeError(f"{CHROMIUM} is missing: scripts/test installs it with apt-get")
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
-
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
 
 ARTIFACTS = Path(
     os.environ.get("HIVEKEEP_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts")
@@ -35,16 +28,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     started = start_scripted_server(tmp_path_factory.mktemp("ui"))
     yield started
     started.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
-        )
-        yield launched
-        launched.close()
 
 
 @pytest.fixture
