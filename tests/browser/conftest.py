@@ -1,5 +1,6 @@
 """What every browser test needs: Debian's Chromium (never a Playwright download) and one browser
-per test session. Without Chromium the tests skip, or fail under CI and `scripts/test`."""
+per test module (a session-wide Playwright keeps its event loop running
+under later asyncio tests). Without Chromium the tests skip, or fail under CI and `scripts/test`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ if not CHROMIUM.exists() and (os.environ.get("CI") or os.environ.get("HIVEKEEP_R
     raise RuntimeError(f"{CHROMIUM} is missing: scripts/test installs it with apt-get")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # a live Playwright loop would break later asyncio tests
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
