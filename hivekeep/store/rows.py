@@ -61,6 +61,24 @@ PROFILE_VERSION_COLUMNS = "agent_id, version, text, tokens, changed_at, changed_
 CREATOR_SQL = "CASE source WHEN 'automatic' THEN 'maintenance' ELSE 'agent' END"
 
 
+def described(memory: NewMemory, text_key: str) -> tuple[Any, ...]:
+    """A new memory's values for the columns ``content`` through ``last_retrieved_at`` (in
+    ``STORED_COLUMNS`` order): the run every insert of a memory, live or trashed, writes."""
+    return (
+        memory.content,
+        text_key,
+        memory.category.value,
+        memory.subject,
+        memory.importance,
+        memory.scope.value,
+        memory.source_context,
+        memory.source.value,
+        memory.source_message_id,
+        memory.retrieval_count,
+        memory.last_retrieved_at,
+    )
+
+
 def version_from_row(row: Sequence[Any]) -> MemoryVersion:
     return MemoryVersion(
         memory_id=int(row[0]),

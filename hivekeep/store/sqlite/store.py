@@ -44,7 +44,7 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.migrations import sqlite as migrations
-from hivekeep.store.rows import MEMORY_COLUMNS, author_of, memory_from_row
+from hivekeep.store.rows import MEMORY_COLUMNS, author_of, described, memory_from_row
 from hivekeep.store.sqlite.conversations import ConversationRows
 from hivekeep.store.sqlite.history import PROFILE_BEFORE, HistoryRows
 from hivekeep.store.sqlite.vectors import VectorIndex, filter_clauses
@@ -289,17 +289,7 @@ class SQLiteStore(HistoryRows, ConversationRows):
                     (
                         None if memory.agent_id == PERSON else memory.agent_id,
                         author,
-                        memory.content,
-                        write.text_key,
-                        memory.category.value,
-                        memory.subject,
-                        memory.importance,
-                        memory.scope.value,
-                        memory.source_context,
-                        memory.source.value,
-                        memory.source_message_id,
-                        memory.retrieval_count,
-                        memory.last_retrieved_at,
+                        *described(memory, write.text_key),
                         memory.created_at or now,
                         memory.updated_at or now,
                     ),
