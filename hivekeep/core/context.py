@@ -19,8 +19,8 @@ from hivekeep.core.compaction import (
     render_tool_result,
     tool_result_zone_map,
 )
+from hivekeep.core.messages import Message, ToolCall, parse_tool_arguments
 from hivekeep.core.transcript import DatedText, StoredCall, summary_heading
-from hivekeep.providers.llm.base import Message, ToolCall, parse_tool_arguments
 
 SUMMARIES_HEADING = "# Earlier in this conversation (summaries, oldest first)"
 

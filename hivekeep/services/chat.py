@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from hivekeep.core.messages import ToolCall
 from hivekeep.core.tokens import count_tokens
-from hivekeep.providers.llm.base import Completion, TextDelta, ToolCall
+from hivekeep.providers.llm.base import Completion, TextDelta
 from hivekeep.services.compaction import CompactionOutcome, CompactionService
 from hivekeep.services.conversation import ConversationService
 from hivekeep.services.llms import LLMResolver

@@ -15,11 +15,12 @@ from typing import Any
 
 from hivekeep.core import compaction as plan
 from hivekeep.core.context import message_info
+from hivekeep.core.messages import Message
 from hivekeep.core.tokens import count_tokens
 from hivekeep.core.transcript import fold_messages, merge_messages, transcript
 from hivekeep.errors import ConflictError, HivekeepError, ProviderError
 from hivekeep.events import EventBus
-from hivekeep.providers.llm.base import LLM, Message
+from hivekeep.providers.llm.base import LLM
 from hivekeep.services.conversation import ConversationService, dated
 from hivekeep.services.llms import LLMResolver
 from hivekeep.services.maintenance import MaintenanceOutcome, MaintenanceService

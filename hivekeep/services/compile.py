@@ -12,10 +12,10 @@ import logging
 from dataclasses import dataclass
 
 from hivekeep.core.blocks import neutralise
+from hivekeep.core.messages import Message
 from hivekeep.core.profile import PINNED, extract_profile_block
 from hivekeep.core.routing import KNOW_VS_HAPPENED, ROUTING_RULE
 from hivekeep.errors import HivekeepError
-from hivekeep.providers.llm.base import Message
 from hivekeep.services.compaction import AgentLease
 from hivekeep.services.llms import LLMResolver
 from hivekeep.services.profile import ProfileService

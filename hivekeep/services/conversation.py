@@ -11,10 +11,11 @@ from typing import Any
 from hivekeep.core import profile as profile_doc
 from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.context import build_context
+from hivekeep.core.messages import Message
 from hivekeep.core.tokens import count_tokens
 from hivekeep.core.transcript import DatedText
 from hivekeep.errors import NotFound, ValidationError
-from hivekeep.providers.llm.base import Message, estimate_usage
+from hivekeep.providers.llm.base import estimate_usage
 from hivekeep.store.base import KEEP, AgentRecord, Store, _Keep
 from hivekeep.store.conversations import (
     AgentSettings,

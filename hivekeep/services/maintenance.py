@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from hivekeep.core import maintenance as m
+from hivekeep.core.messages import Message
 from hivekeep.core.transcript import DatedText, summary_heading, transcript
 from hivekeep.errors import HivekeepError, NotFound, ProviderError
-from hivekeep.providers.llm.base import LLM, Message
+from hivekeep.providers.llm.base import LLM
 from hivekeep.services.archive import ArchiveService
 from hivekeep.services.profile import ProfileService
 from hivekeep.store.base import KEEP, Change, MemoryChanges, MemoryFilter, NewMemory, Store

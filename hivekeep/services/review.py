@@ -16,8 +16,9 @@ from typing import Any, Literal
 import pydantic
 
 from hivekeep.core.blocks import neutralise
+from hivekeep.core.messages import Message
 from hivekeep.errors import HivekeepError
-from hivekeep.providers.llm.base import LLM, Message
+from hivekeep.providers.llm.base import LLM
 from hivekeep.store.base import MemoryFilter, MemoryRecord, Store
 from hivekeep.types import Scope
 
