@@ -25,7 +25,7 @@ from hivekeep.providers.embeddings.registry import create_embedder
 from hivekeep.providers.llm.base import LLM
 from hivekeep.services.archive import ArchiveService, Backfill, Progress
 from hivekeep.services.chat import ChatService
-from hivekeep.services.compaction import AgentLease, CompactionService
+from hivekeep.services.compaction import CompactionService
 from hivekeep.services.compile import BootstrapOutcome, ProfileCompiler
 from hivekeep.services.conversation import ConversationService
 from hivekeep.services.embedding import EmbeddingService
@@ -44,6 +44,7 @@ from hivekeep.store.base import (
     TrashedMemory,
     _Keep,
 )
+from hivekeep.store.leases import AgentLease
 from hivekeep.store.sqlite import SQLiteStore
 from hivekeep.store.target import is_postgres_url
 from hivekeep.types import Actor, Category, Operation

@@ -18,7 +18,7 @@ from hivekeep.core.context import message_info
 from hivekeep.core.messages import Message
 from hivekeep.core.tokens import count_tokens
 from hivekeep.core.transcript import fold_messages, merge_messages, transcript
-from hivekeep.errors import ConflictError, HivekeepError, ProviderError
+from hivekeep.errors import HivekeepError, ProviderError
 from hivekeep.events import EventBus
 from hivekeep.providers.llm.base import LLM
 from hivekeep.services.conversation import ConversationService, dated
@@ -27,22 +27,12 @@ from hivekeep.services.maintenance import MaintenanceOutcome, MaintenanceService
 from hivekeep.services.profile import ProfileService
 from hivekeep.store.base import AgentRecord, Store
 from hivekeep.store.conversations import MessageRecord, NewMessage, NewSummary
-from hivekeep.store.leases import LeaseKeeper, new_holder
+from hivekeep.store.leases import AgentBusy, AgentLease
 
 log = logging.getLogger(__name__)
 
-LEASE_TTL_SECONDS = 900.0  # a crashed holder on this host is detected at once; elsewhere: expiry
 FOLD_READ_SHARE = 0.6  # of the compaction model's window one summariser call may read
 SUMMARY_MAX_TOKENS = 2048
-
-
-def lease_name(agent_id: int) -> str:
-    """One lease per agent: compaction, bootstrap and regenerate all take it."""
-    return f"agent:{agent_id}:memory"
-
-
-class AgentBusy(ConflictError):
-    """Another compaction, bootstrap or regenerate of this agent is running (maybe elsewhere)."""
 
 
 @dataclass(frozen=True)
@@ -68,34 +58,6 @@ class CompactionOutcome:
     @property
     def profile_updated(self) -> bool:
         return bool(self.maintenance and self.maintenance.profile_updated)
-
-
-class AgentLease:
-    """Context manager over the per-agent lease; raises AgentBusy when someone else holds it.
-
-    The lease is renewed in the background while the block runs (``LeaseKeeper``), so a run
-    longer than ``ttl_seconds`` keeps it, and one whose process died frees it within a TTL.
-    """
-
-    def __init__(
-        self, store: Store, agent_id: int, *, ttl_seconds: float = LEASE_TTL_SECONDS
-    ) -> None:
-        self.store = store
-        self.name = lease_name(agent_id)
-        self.holder = new_holder()
-        self.keeper = LeaseKeeper(store, self.name, self.holder, ttl_seconds)
-
-    def __enter__(self) -> AgentLease:
-        other = self.keeper.acquire()
-        if other is not None:
-            raise AgentBusy(
-                "A compaction, bootstrap or regenerate of this agent is already running "
-                f"(held by {other}); try again when it has finished."
-            )
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.keeper.release()
 
 
 class CompactionService:

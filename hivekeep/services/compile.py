@@ -16,10 +16,10 @@ from hivekeep.core.messages import Message
 from hivekeep.core.profile import PINNED, extract_profile_block
 from hivekeep.core.routing import KNOW_VS_HAPPENED, ROUTING_RULE
 from hivekeep.errors import HivekeepError
-from hivekeep.services.compaction import AgentLease
 from hivekeep.services.llms import LLMResolver
 from hivekeep.services.profile import ProfileService
 from hivekeep.store.base import AgentRecord, MemoryFilter, MemoryRecord, Store
+from hivekeep.store.leases import AgentLease
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Lease holders: who holds a lock, whether that process still exists, and keeping a lease alive.
+"""Leases: who holds a lock, whether that process still exists, and keeping a lease alive.
 
 A holder name is ``host:pid:token``. A lease whose holder lives on this host under a pid that no
 longer exists was left by a crash and is free at once, instead of blocking compaction until its
@@ -6,7 +6,9 @@ expiry; a holder on another host is trusted until the lease expires.
 
 A lease has a TTL so that a holder that vanished without a trace frees it by expiry. Work under a
 lease (an LLM call can be slow) may run longer than that, so ``LeaseKeeper`` renews it while the
-work runs; see its docstring.
+work runs; see its docstring. ``AgentLease`` is the one lease the services take: per agent, held by
+a compaction, a bootstrap or a regenerate, so that two of them never rewrite one agent's memory at
+once (in this process or another).
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ import threading
 import uuid
 from typing import Protocol
 
-from hivekeep.errors import HivekeepError
+from hivekeep.errors import ConflictError, HivekeepError
 
 log = logging.getLogger(__name__)
 
 RENEWALS_PER_TTL = 3  # a lease is renewed this often per TTL: two renewals may fail in a row
+LEASE_TTL_SECONDS = 900.0  # a crashed holder on this host is detected at once; elsewhere: expiry
 
 
 def new_holder() -> str:
@@ -122,3 +125,40 @@ class LeaseKeeper:
                     log.warning("Lease %s was lost to %s while its work ran", self.name, other)
                     return
                 self.renewals += 1
+
+
+def lease_name(agent_id: int) -> str:
+    """One lease per agent: compaction, bootstrap and regenerate all take it."""
+    return f"agent:{agent_id}:memory"
+
+
+class AgentBusy(ConflictError):
+    """Another compaction, bootstrap or regenerate of this agent is running (maybe elsewhere)."""
+
+
+class AgentLease:
+    """Context manager over the per-agent lease; raises AgentBusy when someone else holds it.
+
+    The lease is renewed in the background while the block runs (``LeaseKeeper``), so a run
+    longer than ``ttl_seconds`` keeps it, and one whose process died frees it within a TTL.
+    """
+
+    def __init__(
+        self, store: Leases, agent_id: int, *, ttl_seconds: float = LEASE_TTL_SECONDS
+    ) -> None:
+        self.store = store
+        self.name = lease_name(agent_id)
+        self.holder = new_holder()
+        self.keeper = LeaseKeeper(store, self.name, self.holder, ttl_seconds)
+
+    def __enter__(self) -> AgentLease:
+        other = self.keeper.acquire()
+        if other is not None:
+            raise AgentBusy(
+                "A compaction, bootstrap or regenerate of this agent is already running "
+                f"(held by {other}); try again when it has finished."
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.keeper.release()

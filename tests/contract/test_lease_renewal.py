@@ -13,9 +13,15 @@ import time
 import pytest
 
 from hivekeep.errors import StoreError
-from hivekeep.services.compaction import AgentBusy, AgentLease, lease_name
 from hivekeep.store.base import Store
-from hivekeep.store.leases import RENEWALS_PER_TTL, LeaseKeeper, new_holder
+from hivekeep.store.leases import (
+    RENEWALS_PER_TTL,
+    AgentBusy,
+    AgentLease,
+    LeaseKeeper,
+    lease_name,
+    new_holder,
+)
 from hivekeep.store.postgres import PostgresStore
 from hivekeep.store.sqlite import SQLiteStore
 

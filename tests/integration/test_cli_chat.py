@@ -28,8 +28,8 @@ from hivekeep.core.maintenance import SYSTEM_PROMPT as MAINTENANCE_SYSTEM
 from hivekeep.core.transcript import FOLD_SYSTEM, MERGE_SYSTEM
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.providers.llm.openai_compat import OpenAICompatLLM
-from hivekeep.services.compaction import AgentLease
 from hivekeep.services.compile import COMPILE_SYSTEM
+from hivekeep.store.leases import AgentLease
 from hivekeep.types import Source
 from tests.wire_servers import Received, Reply, WireServer, openai_reply, openai_stream
 

@@ -17,7 +17,7 @@ from hivekeep.errors import ProviderError
 from hivekeep.events import Event
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.providers.llm.base import Message
-from hivekeep.services.compaction import AgentBusy
+from hivekeep.store.leases import AgentBusy
 from hivekeep.testing import ScriptedLLM
 
 from .conversation_support import add_turns, by_prompt, calls_by_site, maintenance_reply
@@ -319,7 +319,7 @@ def test_one_compaction_per_agent_at_a_time_in_and_across_processes(
 CHILD = textwrap.dedent(
     """
     from hivekeep import Hive, Settings
-    from hivekeep.services.compaction import AgentBusy
+    from hivekeep.store.leases import AgentBusy
     from hivekeep.testing import ScriptedLLM
     from tests.support import VectorTable
     hive = Hive({db!r}, embedder="local", settings=Settings(), llm=ScriptedLLM())

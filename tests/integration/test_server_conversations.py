@@ -14,8 +14,7 @@ import pytest
 
 from hivekeep import Hive, Settings
 from hivekeep.providers.embeddings.local import LocalEmbedder
-from hivekeep.services.compaction import LEASE_TTL_SECONDS, lease_name
-from hivekeep.store.leases import new_holder
+from hivekeep.store.leases import LEASE_TTL_SECONDS, lease_name, new_holder
 from tests.integration.scripted_server import DEFAULT_SCRIPT, start_scripted_server
 from tests.integration.server_support import SSE, Server, read_sse, start_server
 

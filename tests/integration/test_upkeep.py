@@ -14,7 +14,7 @@ from hivekeep import Agent, Hive, Settings
 from hivekeep.errors import ProviderError
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.providers.llm.base import Message
-from hivekeep.services.compaction import AgentLease
+from hivekeep.store.leases import AgentLease
 from hivekeep.testing import ScriptedLLM
 
 PINNED = "## Pinned\n- Never share the user's address.\n"
