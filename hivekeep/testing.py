@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +20,9 @@ from hivekeep.providers.llm.base import (
     StreamEvent,
     TextDelta,
     UsageLog,
-    check_call_site,
     estimate_usage,
 )
+from hivekeep.providers.llm.calls import ChatLLM, LLMCall
 from hivekeep.providers.llm.context_windows import check_context_window
 
 ScriptedReply = (
@@ -45,15 +45,8 @@ class ScriptExhausted(AssertionError):
 
 
 @dataclass(frozen=True)
-class ScriptedCall:
+class ScriptedCall(LLMCall):
     """What one call to a ``ScriptedLLM`` received."""
-
-    messages: list[Message]
-    tools: list[dict[str, Any]] | None
-    max_tokens: int | None
-    call_site: CallSite
-    timeout: float | None
-    streamed: bool
 
     @property
     def text(self) -> str:
@@ -61,7 +54,7 @@ class ScriptedCall:
         return "\n".join(message.content for message in self.messages)
 
 
-class ScriptedLLM:
+class ScriptedLLM(ChatLLM):
     """An LLM that replies from a queue and records every call, for tests.
 
     Each reply is used once, in order, and is one of: a string (the answer's text), a
@@ -117,61 +110,36 @@ class ScriptedLLM:
             self._queue.extend(responses)
             self._scripted += len(responses)
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        timeout: float | None = None,
-        call_site: CallSite = "chat",
-    ) -> Completion:
-        return self._answer(messages, tools, max_tokens, timeout, call_site, streamed=False)
-
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        timeout: float | None = None,
-        call_site: CallSite = "chat",
-    ) -> Iterator[StreamEvent]:
-        completion = self._answer(messages, tools, max_tokens, timeout, call_site, streamed=True)
-        for piece in _pieces(completion.content, _STREAM_CHUNKS):
-            yield TextDelta(piece)
-        yield completion
-
-    def _answer(
-        self,
-        messages: Sequence[Message],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        timeout: float | None,
-        call_site: CallSite,
-        *,
-        streamed: bool,
-    ) -> Completion:
-        site = check_call_site(call_site)
-        received = list(messages)
+    def _complete(self, call: LLMCall) -> Completion:
         with self._lock:
             self.calls.append(
-                ScriptedCall(received, tools, max_tokens, site, timeout, streamed=streamed)
+                ScriptedCall(
+                    call.messages,
+                    call.tools,
+                    call.max_tokens,
+                    call.call_site,
+                    call.timeout,
+                    call.streamed,
+                )
             )
             if not self._queue:
                 raise ScriptExhausted(
-                    f"ScriptedLLM got call {len(self.calls)} ({site!r}) but only "
+                    f"ScriptedLLM got call {len(self.calls)} ({call.call_site!r}) but only "
                     f"{self._scripted} replies were scripted; enqueue() more."
                 )
             reply = self._queue.popleft()
         if isinstance(reply, BaseException):
             raise reply
         if callable(reply):
-            reply = reply(received, tools)
+            reply = reply(call.messages, call.tools)
         completion = reply if isinstance(reply, Completion) else Completion(content=reply)
-        completion = self._finish(completion, received, site)
-        self.usage_log.record(completion.usage)
-        return completion
+        return self._finish(completion, call.messages, call.call_site)
+
+    def _stream(self, call: LLMCall) -> Iterator[StreamEvent]:
+        completion = self._complete(call)
+        for piece in _pieces(completion.content, _STREAM_CHUNKS):
+            yield TextDelta(piece)
+        yield completion
 
     def _finish(
         self, completion: Completion, messages: list[Message], site: CallSite

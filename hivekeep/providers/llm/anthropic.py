@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 import anthropic
 from anthropic.types import Message as AnthropicMessage
@@ -35,15 +35,9 @@ from hivekeep.providers.llm.base import (
     TextDelta,
     ToolCall,
     Usage,
-    UsageLog,
 )
-from hivekeep.providers.llm.sdk import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT,
-    Endpoint,
-    SDKChatLLM,
-    SDKErrors,
-)
+from hivekeep.providers.llm.calls import LLMCall
+from hivekeep.providers.llm.sdk import ClientOptions, Endpoint, SDKChatLLM, SDKErrors
 
 ENDPOINT = Endpoint(
     "anthropic", "Anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
@@ -74,29 +68,9 @@ class AnthropicLLM(SDKChatLLM):
     default_max_tokens: ClassVar[int | None] = 4096
 
     def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        context_window: int | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        max_tokens: int | None = None,
-        usage_log: UsageLog | None = None,
-        prompt_caching: bool = True,
+        self, model: str, *, prompt_caching: bool = True, **options: Unpack[ClientOptions]
     ) -> None:
-        super().__init__(
-            model,
-            ENDPOINT,
-            api_key=api_key,
-            base_url=base_url,
-            context_window=context_window,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_tokens=max_tokens,
-            usage_log=usage_log,
-        )
+        super().__init__(model, ENDPOINT, **options)
         self.prompt_caching = prompt_caching
         self._client = anthropic.Anthropic(
             api_key=self._api_key,
@@ -105,18 +79,12 @@ class AnthropicLLM(SDKChatLLM):
             max_retries=self.max_retries,
         )
 
-    def _request(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        timeout: float | None,
-    ) -> dict[str, Any]:
+    def _request(self, call: LLMCall) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` (and ``messages.stream``)."""
-        system, turns = to_anthropic_messages(messages)
+        system, turns = to_anthropic_messages(call.messages)
         request: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": max_tokens or self.default_max_tokens,
+            "max_tokens": call.max_tokens or self.default_max_tokens,
             "messages": turns,
         }
         if system:
@@ -124,38 +92,23 @@ class AnthropicLLM(SDKChatLLM):
             if self.prompt_caching:
                 block["cache_control"] = {"type": "ephemeral"}
             request["system"] = [block]
-        if tools:
-            request["tools"] = [to_anthropic_tool(tool) for tool in tools]
-        if timeout is not None:
-            request["timeout"] = timeout
+        if call.tools:
+            request["tools"] = [to_anthropic_tool(tool) for tool in call.tools]
+        if call.timeout is not None:
+            request["timeout"] = call.timeout
         return request
 
-    def _complete(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        timeout: float | None,
-        call_site: CallSite,
-    ) -> Completion:
-        reply = self._client.messages.create(**self._request(messages, tools, max_tokens, timeout))
-        return self._completion(reply, call_site)
+    def _complete(self, call: LLMCall) -> Completion:
+        reply = self._client.messages.create(**self._request(call))
+        return self._completion(reply, call.call_site)
 
-    def _stream(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        timeout: float | None,
-        call_site: CallSite,
-    ) -> Iterator[StreamEvent]:
-        request = self._request(messages, tools, max_tokens, timeout)
-        with self._client.messages.stream(**request) as stream:
+    def _stream(self, call: LLMCall) -> Iterator[StreamEvent]:
+        with self._client.messages.stream(**self._request(call)) as stream:
             for text in stream.text_stream:
                 if text:
                     yield TextDelta(text)
             reply = stream.get_final_message()
-        yield self._completion(reply, call_site)
+        yield self._completion(reply, call.call_site)
 
     def _close(self) -> None:
         self._client.close()

@@ -27,31 +27,24 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 import openai
 
 from hivekeep.errors import ValidationError
 from hivekeep.providers.llm.base import (
-    CallSite,
     Completion,
     Message,
     StreamEvent,
     TextDelta,
     ToolCall,
     Usage,
-    UsageLog,
     estimate_usage,
     parse_tool_arguments,
 )
+from hivekeep.providers.llm.calls import LLMCall
 from hivekeep.providers.llm.context_windows import known_context_window
-from hivekeep.providers.llm.sdk import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT,
-    Endpoint,
-    SDKChatLLM,
-    SDKErrors,
-)
+from hivekeep.providers.llm.sdk import ClientOptions, Endpoint, SDKChatLLM, SDKErrors
 
 PRESETS: dict[str, Endpoint] = {
     "openai": Endpoint(
@@ -109,36 +102,16 @@ class OpenAICompatLLM(SDKChatLLM):
     stream_usage: bool = True
 
     def __init__(
-        self,
-        model: str,
-        *,
-        preset: str = "openai",
-        api_key: str | None = None,
-        base_url: str | None = None,
-        context_window: int | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        max_tokens: int | None = None,
-        usage_log: UsageLog | None = None,
+        self, model: str, *, preset: str = "openai", **options: Unpack[ClientOptions]
     ) -> None:
         endpoint = PRESETS.get(preset)
         if endpoint is None:
             raise ValidationError(
                 f"Unknown OpenAI-compatible preset {preset!r}; use one of: {', '.join(PRESETS)}."
             )
-        if preset == "ollama" and context_window is None:
-            context_window = _ollama_window(model)
-        super().__init__(
-            model,
-            endpoint,
-            api_key=api_key,
-            base_url=base_url,
-            context_window=context_window,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_tokens=max_tokens,
-            usage_log=usage_log,
-        )
+        if preset == "ollama" and options.get("context_window") is None:
+            options["context_window"] = _ollama_window(model)
+        super().__init__(model, endpoint, **options)
         self._client = openai.OpenAI(
             api_key=self._api_key or _KEY_PLACEHOLDER,
             base_url=self.base_url,
@@ -146,64 +119,42 @@ class OpenAICompatLLM(SDKChatLLM):
             max_retries=self.max_retries,
         )
 
-    def _request(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        timeout: float | None,
-    ) -> dict[str, Any]:
+    def _request(self, call: LLMCall) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create``, the same for both modes."""
         request: dict[str, Any] = {
             "model": self.model,
-            "messages": [to_openai_message(m) for m in messages],
+            "messages": [to_openai_message(m) for m in call.messages],
         }
-        if tools:
-            request["tools"] = tools
-        if max_tokens is not None:
+        if call.tools:
+            request["tools"] = call.tools
+        if call.max_tokens is not None:
             reasoning = self.endpoint.provider == "openai" and _REASONING_MODELS.match(self.model)
-            request["max_completion_tokens" if reasoning else "max_tokens"] = max_tokens
-        if timeout is not None:
-            request["timeout"] = timeout
+            request["max_completion_tokens" if reasoning else "max_tokens"] = call.max_tokens
+        if call.timeout is not None:
+            request["timeout"] = call.timeout
         return request
 
-    def _complete(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        timeout: float | None,
-        call_site: CallSite,
-    ) -> Completion:
-        response = self._client.chat.completions.create(
-            **self._request(messages, tools, max_tokens, timeout)
-        )
+    def _complete(self, call: LLMCall) -> Completion:
+        response = self._client.chat.completions.create(**self._request(call))
         if not response.choices:
             raise self._error("returned no choices")
         choice = response.choices[0]
         content = choice.message.content or ""
         calls = [
-            ToolCall(call.id, function.name, parse_tool_arguments(function.arguments))
-            for call in choice.message.tool_calls or ()
-            if (function := getattr(call, "function", None)) is not None
+            ToolCall(wire.id, function.name, parse_tool_arguments(function.arguments))
+            for wire in choice.message.tool_calls or ()
+            if (function := getattr(wire, "function", None)) is not None
         ]
         return Completion(
             content=content,
             tool_calls=calls,
-            usage=_usage(response.usage, messages, content, calls, call_site),
+            usage=_usage(response.usage, call, content, calls),
             model=response.model or self.model,
             stop_reason=choice.finish_reason or "stop",
         )
 
-    def _stream(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        timeout: float | None,
-        call_site: CallSite,
-    ) -> Iterator[StreamEvent]:
-        request = self._request(messages, tools, max_tokens, timeout)
+    def _stream(self, call: LLMCall) -> Iterator[StreamEvent]:
+        request = self._request(call)
         if self.stream_usage:
             request["stream_options"] = {"include_usage": True}
         text: list[str] = []
@@ -219,11 +170,11 @@ class OpenAICompatLLM(SDKChatLLM):
                         text.append(choice.delta.content)
                         yield TextDelta(choice.delta.content)
                     for delta in choice.delta.tool_calls or ():
-                        call = partial.setdefault(delta.index, ["", "", ""])
-                        call[0] = call[0] or delta.id or ""
+                        pending = partial.setdefault(delta.index, ["", "", ""])
+                        pending[0] = pending[0] or delta.id or ""
                         if delta.function is not None:
-                            call[1] = call[1] or delta.function.name or ""
-                            call[2] += delta.function.arguments or ""
+                            pending[1] = pending[1] or delta.function.name or ""
+                            pending[2] += delta.function.arguments or ""
                     finish = choice.finish_reason or finish
         content = "".join(text)
         calls = [
@@ -233,7 +184,7 @@ class OpenAICompatLLM(SDKChatLLM):
         yield Completion(
             content=content,
             tool_calls=calls,
-            usage=_usage(usage, messages, content, calls, call_site),
+            usage=_usage(usage, call, content, calls),
             model=model,
             stop_reason=finish,
         )
@@ -263,22 +214,16 @@ def to_openai_message(message: Message) -> dict[str, Any]:
     return out
 
 
-def _usage(
-    reported: Any,
-    messages: list[Message],
-    content: str,
-    calls: list[ToolCall],
-    call_site: CallSite,
-) -> Usage:
+def _usage(reported: Any, call: LLMCall, content: str, calls: list[ToolCall]) -> Usage:
     """The server's token counts, or an estimate when it sent none."""
     if reported is None:
-        return estimate_usage(messages, content, calls, call_site)
+        return estimate_usage(call.messages, content, calls, call.call_site)
     details = getattr(reported, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) or 0
     return Usage(
         input_tokens=int(reported.prompt_tokens or 0),
         output_tokens=int(reported.completion_tokens or 0),
-        call_site=call_site,
+        call_site=call.call_site,
         cached_input_tokens=int(cached),
     )
 

@@ -1,11 +1,11 @@
-"""What the two SDK-backed providers share: settings, usage recording, and error translation.
+"""What the two SDK-backed providers share: settings, client options and error translation.
 
 The OpenAI and Anthropic SDKs are generated from the same template, so their clients take the
 same settings (``api_key``, ``base_url``, ``timeout``, ``max_retries``) and raise the same family
 of exceptions (a base, a status error with ``status_code`` and ``body``, a connection error and a
-timeout below it). ``SDKChatLLM`` owns everything around the wire call; a provider implements
-``_complete`` and ``_stream`` (one SDK call each, converting to and from hivekeep's types) and
-``_close``.
+timeout below it). ``SDKChatLLM`` owns everything around the wire call (``ChatLLM``, below it,
+checks the call and records its usage); a provider implements ``_complete`` and ``_stream`` (one
+SDK call each, converting to and from hivekeep's types) and ``_close``.
 
 Retries with exponential backoff are the SDKs' own: ``max_retries`` (default 3) retries of
 timeouts, connection errors, 408, 409, 429 and 5xx, honouring the server's ``retry-after-ms`` and
@@ -15,27 +15,18 @@ the provider, model, HTTP status and the server's own message, with the API key 
 
 from __future__ import annotations
 
-import logging
 import os
-from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from abc import abstractmethod
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, ClassVar, NamedTuple, Self
+from typing import ClassVar, NamedTuple, Self, TypedDict
 
 from hivekeep.errors import ProviderError, ValidationError
-from hivekeep.providers.llm.base import (
-    CallSite,
-    Completion,
-    Message,
-    StreamEvent,
-    UsageLog,
-    check_call_site,
-)
+from hivekeep.providers.llm.base import Message, UsageLog
+from hivekeep.providers.llm.calls import ChatLLM, LLMCall
 from hivekeep.providers.llm.context_windows import context_window_for
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 120.0  # seconds per attempt; a long answer from a slow local model fits
 DEFAULT_MAX_RETRIES = 3
@@ -66,11 +57,26 @@ class SDKErrors(NamedTuple):
     timeout: type[Exception]
 
 
-class SDKChatLLM(ABC):
-    """Base of the SDK-backed LLMs: construction checks, usage log, errors, ``complete``/``stream``.
+class ClientOptions(TypedDict, total=False):
+    """The keyword options every SDK provider takes, as ``SDKChatLLM.__init__`` documents them."""
+
+    api_key: str | None
+    base_url: str | None
+    context_window: int | None
+    timeout: float
+    max_retries: int
+    max_tokens: int | None
+    usage_log: UsageLog | None
+
+
+class SDKChatLLM(ChatLLM):
+    """Base of the SDK-backed LLMs: construction checks, the client's settings, errors.
 
     A provider sets ``sdk_errors`` and implements ``_complete``, ``_stream`` and ``_close``. Use
-    as a context manager, or call ``close()``, to release connections.
+    as a context manager, or call ``close()``, to release connections. The options: ``api_key``
+    (else the endpoint's environment variable), ``base_url`` (else its variable, else its
+    default), ``context_window`` (else the model's known window), ``timeout`` (seconds per
+    attempt), ``max_retries``, ``max_tokens`` (the default of a call) and ``usage_log``.
     """
 
     sdk_errors: ClassVar[SDKErrors]
@@ -117,44 +123,6 @@ class SDKChatLLM(ABC):
     def context_window(self) -> int:
         return self._context_window
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        timeout: float | None = None,
-        call_site: CallSite = "chat",
-    ) -> Completion:
-        """One answer to ``messages``; its usage is recorded under ``call_site``."""
-        site = self._check_call(messages, max_tokens, timeout, call_site)
-        with self._translated_errors(timeout):
-            completion = self._complete(
-                list(messages), tools or None, self._max_tokens(max_tokens), timeout, site
-            )
-        self._record(completion)
-        return completion
-
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        timeout: float | None = None,
-        call_site: CallSite = "chat",
-    ) -> Iterator[StreamEvent]:
-        """``TextDelta``s as the text arrives, then the whole ``Completion``."""
-        site = self._check_call(messages, max_tokens, timeout, call_site)
-        with self._translated_errors(timeout):
-            events = self._stream(
-                list(messages), tools or None, self._max_tokens(max_tokens), timeout, site
-            )
-            for event in events:
-                if isinstance(event, Completion):
-                    self._record(event)
-                yield event
-
     def close(self) -> None:
         self._close()
 
@@ -170,26 +138,6 @@ class SDKChatLLM(ABC):
         self.close()
 
     # -- what a provider implements ---------------------------------------------------------
-
-    @abstractmethod
-    def _complete(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        timeout: float | None,
-        call_site: CallSite,
-    ) -> Completion: ...
-
-    @abstractmethod
-    def _stream(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int | None,
-        timeout: float | None,
-        call_site: CallSite,
-    ) -> Iterator[StreamEvent]: ...
 
     @abstractmethod
     def _close(self) -> None: ...
@@ -221,41 +169,20 @@ class SDKChatLLM(ABC):
             )
         return url
 
-    def _check_call(
-        self,
-        messages: Sequence[Message],
-        max_tokens: int | None,
-        timeout: float | None,
-        call_site: str,
-    ) -> CallSite:
+    def _check(
+        self, messages: list[Message], max_tokens: int | None, timeout: float | None
+    ) -> None:
         if not messages:
             raise ValidationError("An LLM call needs at least one message; got none.")
         _check_limits(timeout if timeout is not None else 1.0, 0, max_tokens)
-        return check_call_site(call_site)
-
-    def _max_tokens(self, max_tokens: int | None) -> int | None:
-        return max_tokens if max_tokens is not None else self.max_tokens
-
-    def _record(self, completion: Completion) -> None:
-        usage = completion.usage
-        logger.debug(
-            "%s %s call: %d prompt tokens (%d cached), %d completion tokens%s",
-            self.model_id,
-            usage.call_site,
-            usage.input_tokens,
-            usage.cached_input_tokens,
-            usage.output_tokens,
-            " (estimated)" if usage.estimated else "",
-        )
-        self.usage_log.record(usage)
 
     @contextmanager
-    def _translated_errors(self, timeout: float | None) -> Iterator[None]:
+    def _errors(self, call: LLMCall) -> Iterator[None]:
         """Turn the SDK's exceptions into ``ProviderError``s that say what happened."""
         try:
             yield
         except self.sdk_errors.base as exc:
-            error = self._error(self._describe(exc, timeout))
+            error = self._error(self._describe(exc, call.timeout))
             if self._redact(str(exc)) != str(exc):
                 raise error from None  # the server echoed the key: keep it out of tracebacks
             raise error from exc
