@@ -1,0 +1,14 @@
+"""Adapters that put a hive behind the interfaces agent frameworks already use.
+
+Each module needs its framework, installed with its extra, and none is imported by
+``import hivekeep``:
+
+- ``hivekeep.integrations.langgraph``: ``HivekeepStore``, a LangGraph ``BaseStore``
+  (``pip install 'hivekeep[langgraph]'``);
+- ``hivekeep.integrations.openai_agents``: ``HivekeepSession`` and ``memory_tools`` for the OpenAI
+  Agents SDK (``pip install 'hivekeep[openai-agents]'``);
+- ``hivekeep.integrations.anthropic_memory``: ``HivekeepMemoryTool``, a backend for Claude's
+  memory tool (``pip install 'hivekeep[anthropic-memory]'``).
+
+They are thin layers over ``Hive`` and ``Agent``; docs/integrations.md describes the mappings.
+"""
