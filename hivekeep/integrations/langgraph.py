@@ -17,7 +17,6 @@ Every operation is a call on ``Agent``, so the archive's rules hold: dedup, hist
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +35,7 @@ from langgraph.store.base import (
 )
 
 from hivekeep import Agent, Category, Hive, NotFound, ValidationError
+from hivekeep.integrations._named import find_named, name_of, own_memories, split_name, with_name
 
 if TYPE_CHECKING:
     from hivekeep.store.base import MemoryRecord
@@ -45,9 +45,7 @@ __all__ = ["HivekeepStore"]
 VALUE_FIELDS = ("content", "category", "importance", "scope", "source_context")
 DEFAULT_CATEGORY = "fact"
 KEY_MARK = "langgraph-key:"  # the first line of a memory's source_context that holds its key
-MAX_KEY_CHARS = 200
 RECALL_POOL = 50  # recall's largest limit: a query search ranks at most this many per agent
-PAGE = 200  # list_memories' largest page
 
 Address = tuple[str, str | None]  # (agent name, subject)
 
@@ -112,10 +110,10 @@ class HivekeepStore(BaseStore):
                 subject=subject,
                 importance=fields["importance"],
                 scope=fields["scope"],
-                source_context=_with_key(op.key, fields["source_context"]),
+                source_context=with_name(KEY_MARK, op.key, fields["source_context"]),
             )
             return
-        if _split_context(memory.source_context)[1] != fields["source_context"]:
+        if split_name(KEY_MARK, memory.source_context)[1] != fields["source_context"]:
             raise ValidationError(
                 f"The memory under key {op.key!r} has another source_context; a stored "
                 "memory's source_context cannot change (delete the key and put it again)."
@@ -152,7 +150,7 @@ class HivekeepStore(BaseStore):
         namespaces = {
             _namespace(agent, memory.subject)
             for agent in self.hive.agents()
-            for memory in _own(agent, None)
+            for memory in own_memories(agent)
         }
         chosen = [
             ns for ns in namespaces if all(_does_match(c, ns) for c in op.match_conditions or ())
@@ -213,25 +211,6 @@ def _fields(value: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _with_key(key: str, source_context: str | None) -> str:
-    if not 1 <= len(key) <= MAX_KEY_CHARS:
-        raise ValidationError(f"A HivekeepStore key is 1-{MAX_KEY_CHARS} characters.")
-    line = KEY_MARK + json.dumps(key)  # one line whatever the key holds
-    return line if source_context is None else f"{line}\n{source_context}"
-
-
-def _split_context(stored: str | None) -> tuple[str | None, str | None]:
-    """(key, the rest of source_context) of a stored memory; no key for one written elsewhere."""
-    if stored is None or not stored.startswith(KEY_MARK):
-        return None, stored
-    line, _, rest = stored.partition("\n")
-    return json.loads(line[len(KEY_MARK) :]), rest or None
-
-
-def _key(memory: MemoryRecord) -> str:
-    return _split_context(memory.source_context)[0] or str(memory.id)
-
-
 def _item(agent: Agent, memory: MemoryRecord, score: float | None = None) -> SearchItem:
     value: dict[str, Any] = {
         "content": memory.content,
@@ -239,12 +218,12 @@ def _item(agent: Agent, memory: MemoryRecord, score: float | None = None) -> Sea
         "importance": memory.importance,
         "scope": memory.scope.value,
     }
-    context = _split_context(memory.source_context)[1]
+    context = split_name(KEY_MARK, memory.source_context)[1]
     if context is not None:
         value["source_context"] = context
     return SearchItem(
         namespace=_namespace(agent, memory.subject),
-        key=_key(memory),
+        key=name_of(memory, KEY_MARK, _by_id),
         value=value,
         created_at=memory.created_at,  # type: ignore[arg-type]  # Item parses ISO strings
         updated_at=memory.updated_at,  # type: ignore[arg-type]
@@ -252,20 +231,15 @@ def _item(agent: Agent, memory: MemoryRecord, score: float | None = None) -> Sea
     )
 
 
-def _own(
-    agent: Agent, subject: str | None, *, whole: bool = True, category: str | None = None
-) -> Iterator[MemoryRecord]:
-    """The agent's own memories, newest first: all of them (``whole``), or those of exactly
-    ``subject`` (None: those without one). Others' shared memories live in their namespaces."""
-    offset = 0
-    while True:
-        page = agent.list_memories(subject=subject, category=category, limit=PAGE, offset=offset)
-        for memory in page.memories:
-            if memory.agent_id == agent.id and (whole or _same(memory.subject, subject)):
-                yield memory
-        if not page.has_more:
-            return
-        offset += len(page.memories)
+def _by_id(memory: MemoryRecord) -> str:
+    """The key of a memory written through another interface: its id."""
+    return str(memory.id)
+
+
+def _find(agent: Agent, subject: str | None, key: str) -> MemoryRecord | None:
+    """The memory under ``key`` in the namespace ``(agent, subject)`` exactly."""
+    here = (m for m in own_memories(agent, subject=subject) if _same(m.subject, subject))
+    return find_named(here, KEY_MARK, key, _by_id)
 
 
 def _same(a: str | None, b: str | None) -> bool:
@@ -273,18 +247,6 @@ def _same(a: str | None, b: str | None) -> bool:
     return (a is None and b is None) or (
         a is not None and b is not None and a.strip().casefold() == b.strip().casefold()
     )
-
-
-def _find(agent: Agent, subject: str | None, key: str) -> MemoryRecord | None:
-    """The memory under ``key`` in the namespace: its stored key, else its id."""
-    by_id = None
-    for memory in _own(agent, subject, whole=False):
-        stored = _split_context(memory.source_context)[0]
-        if stored == key:
-            return memory
-        if stored is None and str(memory.id) == key:
-            by_id = memory
-    return by_id
 
 
 def _ranked(
@@ -303,7 +265,7 @@ def _ranked(
 
 def _newest(agents: list[Agent], subject: str | None, category: str | None) -> Iterator[SearchItem]:
     for agent in agents:
-        for memory in _own(agent, subject, category=category):
+        for memory in own_memories(agent, subject=subject, category=category):
             yield _item(agent, memory)
 
 
