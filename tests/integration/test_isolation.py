@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -40,7 +41,9 @@ operation = st.one_of(
 )
 
 
-def _check_visible(memories: list[dict], viewer: str, truth: dict[int, tuple[str, str]]) -> None:
+def _check_visible(
+    memories: list[dict[str, Any]], viewer: str, truth: dict[int, tuple[str, str]]
+) -> None:
     for memory in memories:
         owner, scope = truth[memory["id"]]
         assert owner == viewer or scope == "shared", (viewer, memory)
@@ -52,7 +55,9 @@ def _check_visible(memories: list[dict], viewer: str, truth: dict[int, tuple[str
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(operation, min_size=1, max_size=40))
-def test_random_operations_never_cross_private_boundaries(backend: str, ops: list[tuple]) -> None:
+def test_random_operations_never_cross_private_boundaries(
+    backend: str, ops: list[tuple[Any, ...]]
+) -> None:
     with (
         hive_target(backend) as target,
         Hive(target, embedder=VectorTable(), settings=Settings()) as hive,

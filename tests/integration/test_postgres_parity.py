@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import psycopg
@@ -37,7 +38,7 @@ from tests.support import VectorTable, insert_pairs, random_unit
 
 
 @pytest.fixture
-def db_path() -> Iterator[str]:  # type: ignore[override]
+def db_path() -> Iterator[str]:
     """Overrides the SQLite file of tests/conftest.py: the hive lives in a PostgreSQL schema."""
     with postgres_url() as url:
         yield url
@@ -196,7 +197,7 @@ def _text_arm(store: Store, agent: int, query: str, pool: int) -> list[int]:
     return found
 
 
-def test_full_text_rankings_of_both_backends_agree_within_a_bound(tmp_path) -> None:
+def test_full_text_rankings_of_both_backends_agree_within_a_bound(tmp_path: Path) -> None:
     """The bound (see docs/storage.md, "PostgreSQL"): for every query the two backends find the
     same memories (same matching rules), the best hit is the same for every query, and the top 3
     overlap by at least 2.5 on average (measured: identical orders on this corpus). FTS5 ranks
@@ -221,7 +222,9 @@ def test_full_text_rankings_of_both_backends_agree_within_a_bound(tmp_path) -> N
         postgres.close()
 
 
-def test_recall_finds_the_same_best_memory_on_both_backends(tmp_path, table: VectorTable) -> None:
+def test_recall_finds_the_same_best_memory_on_both_backends(
+    tmp_path: Path, table: VectorTable
+) -> None:
     """Whole recall (both arms fused) on the corpus: the best hit agrees for every query."""
     tops: dict[str, list[str]] = {}
     with postgres_url() as url:

@@ -11,7 +11,7 @@ import asyncio
 import secrets
 import subprocess
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -31,6 +31,9 @@ from tests.integration.server_support import (
     server_env,
     start_server,
 )
+
+if TYPE_CHECKING:
+    import httpx2  # what TestClient's responses are
 
 STREAM_TIMEOUT = httpx.Timeout(10.0)  # below the 15 s heartbeat: a missing event fails, not hangs
 
@@ -80,7 +83,7 @@ def memorize(api: httpx.Client, agent: dict[str, Any], content: str, **fields: A
     return memory_id
 
 
-def error(response: httpx.Response, status: int, code: str) -> str:
+def error(response: httpx.Response | httpx2.Response, status: int, code: str) -> str:
     """Check the one error shape, and return its message."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/json")

@@ -21,7 +21,7 @@ NAMES = [tool.name for tool in TOOLS]
 KEYS = sorted({key for tool in TOOLS for key in tool.args.model_fields} | {"extra", ""})
 
 texts = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=300
 ) | st.sampled_from(
     [
         "fact",

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hivekeep
-from hivekeep import Hive, Settings
+from hivekeep import Agent, Hive, Settings
 from hivekeep.tools import TOOLS, call_tool, tool_schemas
+from tests.support import VectorTable
 
 TOOL_NAMES = [
     "recall",
@@ -24,7 +27,7 @@ TOOL_NAMES = [
 
 
 @pytest.fixture
-def alice(table_hive: Hive):
+def alice(table_hive: Hive) -> Agent:
     return table_hive.create_agent("alice")
 
 
@@ -53,14 +56,14 @@ def test_seven_tools_in_every_schema_flavor() -> None:
         tool_schemas("gemini")  # type: ignore[arg-type]
 
 
-def test_routing_rule_is_in_memorize_edit_profile_and_the_prompt_block(alice) -> None:
+def test_routing_rule_is_in_memorize_edit_profile_and_the_prompt_block(alice: Agent) -> None:
     rule = "Should this influence the agent's behaviour in most future conversations"
     descriptions = {s["name"]: s["description"] for s in tool_schemas("anthropic")}
     assert rule in descriptions["memorize"] and rule in descriptions["edit_profile"]
     assert rule in alice.system_prompt_block()
 
 
-def test_memorize_result_and_duplicate(alice) -> None:
+def test_memorize_result_and_duplicate(alice: Agent) -> None:
     first = alice.call_tool(
         "memorize", {"content": "Prefers window seats", "category": "preference", "subject": "user"}
     )
@@ -76,7 +79,7 @@ def test_memorize_result_and_duplicate(alice) -> None:
     assert again["duplicate"] is True and again["id"] == first["id"]
 
 
-def test_update_memory_and_forget(alice, table_hive: Hive) -> None:
+def test_update_memory_and_forget(alice: Agent, table_hive: Hive) -> None:
     memory_id = alice.call_tool("memorize", {"content": "Gym on Mondays", "category": "fact"})["id"]
     updated = alice.call_tool(
         "update_memory", {"memory_id": memory_id, "content": "Gym on Tuesdays", "importance": 4}
@@ -90,7 +93,7 @@ def test_update_memory_and_forget(alice, table_hive: Hive) -> None:
     assert "No memory" in alice.call_tool("forget", {"memory_id": memory_id})["error"]
 
 
-def test_other_agents_memories_read_as_not_found_for_writes(alice, table_hive: Hive) -> None:
+def test_other_agents_memories_read_as_not_found_for_writes(alice: Agent, table_hive: Hive) -> None:
     bob = table_hive.create_agent("bob")
     shared = bob.call_tool(
         "memorize", {"content": "Team standup at 9", "category": "fact", "scope": "shared"}
@@ -103,7 +106,7 @@ def test_other_agents_memories_read_as_not_found_for_writes(alice, table_hive: H
     assert bob.list_memories().memories[0].content == "Team standup at 9"
 
 
-def test_list_memories_pagination(alice) -> None:
+def test_list_memories_pagination(alice: Agent) -> None:
     for i in range(5):
         alice.call_tool("memorize", {"content": f"entry {i} about topic {i}", "category": "fact"})
     page = alice.call_tool("list_memories", {"limit": 2, "offset": 0})
@@ -113,7 +116,7 @@ def test_list_memories_pagination(alice) -> None:
     assert page["memories"][0]["content"] == "entry 4 about topic 4"  # newest first
 
 
-def test_edit_profile_result_and_budget_error(db_path, table) -> None:
+def test_edit_profile_result_and_budget_error(db_path: Path, table: VectorTable) -> None:
     with Hive(db_path, embedder=table, settings=Settings(profile_max_tokens=30)) as hive:
         agent = hive.create_agent("alice")
         ok = agent.call_tool(
@@ -128,7 +131,7 @@ def test_edit_profile_result_and_budget_error(db_path, table) -> None:
         assert agent.profile_text() == ok["profile"]
 
 
-def test_pinned_edits_go_to_the_top(alice) -> None:
+def test_pinned_edits_go_to_the_top(alice: Agent) -> None:
     alice.call_tool(
         "edit_profile", {"section": "Work", "operation": "append", "content": "Writes Rust"}
     )
@@ -138,7 +141,7 @@ def test_pinned_edits_go_to_the_top(alice) -> None:
     assert alice.profile_text().startswith("## Pinned")
 
 
-def test_review_memories_says_no_llm_is_configured(alice) -> None:
+def test_review_memories_says_no_llm_is_configured(alice: Agent) -> None:
     assert "LLM" in alice.call_tool("review_memories", {})["error"]
 
 
@@ -167,20 +170,22 @@ def test_review_memories_says_no_llm_is_configured(alice) -> None:
         ("list_memories", {"offset": -1}, "'offset'"),
     ],
 )
-def test_bad_arguments_are_errors_a_model_can_act_on(alice, tool, arguments, fragment) -> None:
+def test_bad_arguments_are_errors_a_model_can_act_on(
+    alice: Agent, tool: str, arguments: dict[str, Any], fragment: str
+) -> None:
     result = alice.call_tool(tool, arguments)
     assert set(result) == {"error"}, result
     assert fragment in result["error"]
 
 
-def test_unknown_tool_and_json_string_arguments(alice) -> None:
+def test_unknown_tool_and_json_string_arguments(alice: Agent) -> None:
     assert "Available tools" in alice.call_tool("remember", {})["error"]
     assert "error" in alice.call_tool("recall", "{not json")
     saved = alice.call_tool("memorize", '{"content": "from JSON", "category": "fact"}')
     assert saved["content"] == "from JSON"
 
 
-def test_typed_methods_and_call_tool_agree(alice) -> None:
+def test_typed_methods_and_call_tool_agree(alice: Agent) -> None:
     alice.memorize("Drives an electric car", category="fact")
     typed = [h.memory.id for h in alice.recall("electric car").hits]
     tool = [m["id"] for m in alice.call_tool("recall", {"query": "electric car"})["memories"]]
@@ -221,7 +226,9 @@ def test_typed_methods_and_call_tool_agree(alice) -> None:
         max_size=5,
     ),
 )
-def test_any_arguments_give_a_json_object_never_an_exception(alice, name, arguments) -> None:
+def test_any_arguments_give_a_json_object_never_an_exception(
+    alice: Agent, name: str, arguments: dict[str, Any]
+) -> None:
     result = call_tool(alice, name, arguments)
     json.dumps(result)
     assert isinstance(result, dict)

@@ -13,6 +13,7 @@ import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import apsw
 import numpy as np
@@ -131,7 +132,9 @@ operation = st.one_of(
 @given(
     operations=st.lists(st.tuples(operation, st.booleans(), st.booleans()), min_size=1, max_size=12)
 )
-def test_cache_answers_as_sqlite_vec_under_random_writes(operations) -> None:
+def test_cache_answers_as_sqlite_vec_under_random_writes(
+    operations: list[tuple[tuple[Any, ...], bool, bool]],
+) -> None:
     """Writes go through the cached store or another connection (first flag); the second flag
     compares the two after the step, so changes from elsewhere can pile up in between."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,7 +155,9 @@ def test_cache_answers_as_sqlite_vec_under_random_writes(operations) -> None:
             plain.close()
 
 
-def _insert(store: SQLiteStore, step: int, rows, made: list[np.ndarray]) -> None:
+def _insert(
+    store: SQLiteStore, step: int, rows: list[tuple[Any, ...]], made: list[np.ndarray]
+) -> None:
     writes = []
     for n, (author, seed, cosine, shared, category, subject, date, ready) in enumerate(rows):
         vector = vec(seed)
@@ -172,7 +177,7 @@ def _insert(store: SQLiteStore, step: int, rows, made: list[np.ndarray]) -> None
 
 
 def _change(
-    store: SQLiteStore, plain: SQLiteStore, step: int, kind: str, memory_id: int, *args
+    store: SQLiteStore, plain: SQLiteStore, step: int, kind: str, memory_id: int, *args: Any
 ) -> None:
     """One update, delete or backfill of memory ``memory_id``, by its owner (if it exists)."""
     owner = next((a for a in (1, 2) if _owns(plain, memory_id, a)), None)
@@ -225,7 +230,7 @@ def test_duplicates_within_one_batch_match_sqlite_vec(tmp_path: Path) -> None:
     )
 
 
-def test_failed_batch_leaves_the_cache_as_the_file(pair) -> None:
+def test_failed_batch_leaves_the_cache_as_the_file(pair: tuple[SQLiteStore, SQLiteStore]) -> None:
     cached, plain = pair
     kept = insert_pairs(cached, [write(1, "kept", vec("kept"))], 0.9)
     assert cached.vector_search(1, vec("kept"), 5, NO_FILTER)[0][0] == kept[0][0].id
@@ -242,7 +247,9 @@ def test_failed_batch_leaves_the_cache_as_the_file(pair) -> None:
     assert_coherent(cached, plain, "after rollback")
 
 
-def test_savepoint_rollback_inside_a_transaction_keeps_the_rest(pair) -> None:
+def test_savepoint_rollback_inside_a_transaction_keeps_the_rest(
+    pair: tuple[SQLiteStore, SQLiteStore],
+) -> None:
     cached, plain = pair
     with cached.atomic():
         [(first, _)] = insert_pairs(cached, [write(1, "first", vec("first"))], 0.9)
@@ -258,7 +265,7 @@ def test_savepoint_rollback_inside_a_transaction_keeps_the_rest(pair) -> None:
     assert_coherent(cached, plain, "after savepoint")
 
 
-def test_rolled_back_updates_do_not_linger(pair) -> None:
+def test_rolled_back_updates_do_not_linger(pair: tuple[SQLiteStore, SQLiteStore]) -> None:
     cached, plain = pair
     [(memory, _)] = insert_pairs(cached, [write(1, "private", vec("private"))], 0.9)
     with pytest.raises(RuntimeError), cached.atomic():
@@ -275,7 +282,9 @@ def test_rolled_back_updates_do_not_linger(pair) -> None:
     assert_coherent(cached, plain, "after abort")
 
 
-def test_log_is_pruned_and_a_cache_left_behind_reloads(pair, tmp_path: Path, monkeypatch) -> None:
+def test_log_is_pruned_and_a_cache_left_behind_reloads(
+    pair: tuple[SQLiteStore, SQLiteStore], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(vector_cache, "LOG_KEEP", 10)
     monkeypatch.setattr(vector_cache, "PRUNE_EVERY", 5)
     cached, plain = pair
@@ -286,14 +295,14 @@ def test_log_is_pruned_and_a_cache_left_behind_reloads(pair, tmp_path: Path, mon
     for n in range(30):
         insert_pairs(plain, [write(1 + n % 2, f"from the other connection {n}", vec(n))], 0.9)
     conn = apsw.Connection(str(tmp_path / "hive.db"))
-    assert conn.execute("SELECT count(*) FROM vector_log").fetchone()[0] <= 15
+    assert conn.execute("SELECT count(*) FROM vector_log").get <= 15
     conn.close()
     assert_coherent(cached, plain, "after pruning")
     assert cache.loads == loads + 1
     assert len(cache) == 30
 
 
-def test_a_reset_elsewhere_empties_the_cache(pair) -> None:
+def test_a_reset_elsewhere_empties_the_cache(pair: tuple[SQLiteStore, SQLiteStore]) -> None:
     cached, plain = pair
     insert_pairs(cached, [write(1, "old space", vec("old"))], 0.9)
     assert cached.vector_search(1, vec("old"), 5, NO_FILTER)

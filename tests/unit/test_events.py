@@ -8,7 +8,7 @@ from hivekeep.events import Event, EventBus
 
 
 def test_subscribers_receive_events_with_increasing_ids() -> None:
-    bus, seen = EventBus(), []
+    bus, seen = EventBus(), list[Event]()
     bus.subscribe(seen.append)
     bus.publish("memory:created", 1, memory_id=5)
     bus.publish("profile:updated", 1, revision=2)
@@ -29,7 +29,7 @@ def test_reconnecting_subscriber_gets_what_it_missed() -> None:
 
 
 def test_a_failing_subscriber_is_detached_and_never_breaks_publishing() -> None:
-    bus, seen = EventBus(), []
+    bus, seen = EventBus(), list[Event]()
 
     def broken(event: Event) -> None:
         raise RuntimeError("listener bug")
@@ -47,7 +47,7 @@ def test_unknown_event_types_are_refused() -> None:
 
 
 def test_ids_are_unique_under_concurrent_publishers() -> None:
-    bus, seen = EventBus(replay=10_000), []
+    bus, seen = EventBus(replay=10_000), list[Event]()
     bus.subscribe(seen.append)
     threads = [
         threading.Thread(target=lambda: [bus.publish("memory:created", 1) for _ in range(200)])

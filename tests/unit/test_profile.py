@@ -45,7 +45,7 @@ DOC = (
 
 # --- strategies ---------------------------------------------------------------------------------
 
-_chars = st.characters(blacklist_characters="\n\r", blacklist_categories=("Cs",))
+_chars = st.characters(blacklist_characters="\n\r", blacklist_categories=["Cs"])
 _tricky_lines = st.sampled_from(
     ["# h1", "### h3", "##", "##x", " ## indented", "- bullet", "* star", "#", "text ## mid"]
 )

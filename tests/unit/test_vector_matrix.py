@@ -47,8 +47,8 @@ def test_put_overwrites_in_place() -> None:
 def test_scores_are_cosines_even_for_vectors_that_are_not_unit_length() -> None:
     matrix = Matrix(4)
     base = unit("base")
-    matrix.put(1, 3.0 * with_cosine(base, 0.6, "a"), FACT, 0, "2024-01-01")
-    ids, scores = matrix.nearest(0.5 * base, 1, NO_FILTER, None)
+    matrix.put(1, np.float32(3.0) * with_cosine(base, 0.6, "a"), FACT, 0, "2024-01-01")
+    ids, scores = matrix.nearest(np.float32(0.5) * base, 1, NO_FILTER, None)
     assert ids.tolist() == [1] and scores[0] == pytest.approx(0.6, abs=1e-6)
 
 
