@@ -44,7 +44,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.scale_data import DIMENSION, Corpus, cosine_statistics, make_corpus, plain_sentences
+from bench.scale_data import (
+    DIMENSION,
+    Corpus,
+    cosine_statistics,
+    frequent_queries,
+    make_corpus,
+    plain_sentences,
+)
 from hivekeep import Hive, Settings
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.store.base import MemoryFilter
@@ -145,10 +152,14 @@ def measure_hive(
     hive.store.vector_search(agent.id, vectors[0], TOP, NO_FILTER)
     result["cache_load_ms"] = (time.perf_counter() - start) * 1000
 
+    frequent = frequent_queries(len(queries))
+    embedder.add(frequent, vectors)  # the vector arm as for the rare queries; the words differ
+    arm = hive._services.recall.text_arm
     recall = timed(lambda i: agent.recall(queries[i % len(queries)]), QUERIES)
-    text = timed(
-        lambda i: hive.recall_service.text_arm(agent.id, queries[i % len(queries)], TOP, NO_FILTER),
-        QUERIES,
+    text = timed(lambda i: arm(agent.id, queries[i % len(queries)], TOP, NO_FILTER), QUERIES)
+    recall_frequent = timed(lambda i: agent.recall(frequent[i % len(frequent)]), QUERIES)
+    text_frequent = timed(
+        lambda i: arm(agent.id, frequent[i % len(frequent)], TOP, NO_FILTER), QUERIES
     )
     knn = timed(
         lambda i: hive.store.vector_search(agent.id, vectors[i % len(vectors)], TOP, NO_FILTER),
@@ -178,8 +189,10 @@ def measure_hive(
     hive.close()
     for name, spent in (
         ("recall", recall),
+        ("recall_frequent", recall_frequent),
         ("knn", knn),
         ("text", text),
+        ("text_frequent", text_frequent),
         ("numpy", numpy_knn),
         ("sqlite_vec", sqlite_vec),
         ("memorize", memorize),
@@ -188,18 +201,34 @@ def measure_hive(
     ):
         result[f"{name}_p50"], result[f"{name}_p95"] = pct(spent, 50), pct(spent, 95)
     result["recall_ratio"] = result["recall_p50"] / result["numpy_p50"]
+    result["recall_frequent_ratio"] = result["recall_frequent_p50"] / result["numpy_p50"]
     result["knn_ratio"] = result["knn_p50"] / result["numpy_p50"]
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["peak_rss_mb"] = peak_rss_mb()
     return result
 
 
-def measure_size(size: int, work: Path, real: LocalEmbedder) -> dict[str, Any]:
+HIVES = ((1, "one"), (10, "ten"))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure_size(
+    size: int, work: Path, real: LocalEmbedder, hives: Sequence[str] = ("one", "ten")
+) -> dict[str, Any]:
     corpus = make_corpus(size, QUERIES)
     embedder = PreparedEmbedder()
     embedder.add(corpus.texts, corpus.vectors)
     embedder.add(corpus.queries, corpus.query_vectors)
     found: dict[str, Any] = {"size": size, "vectors": cosine_statistics(corpus.vectors)}
-    for agents, name in ((1, "one"), (10, "ten")):
+    found["raw_vectors_mb"] = corpus.vectors.nbytes / 1e6
+    found["corpus_rss_mb"] = peak_rss_mb()  # the benchmark's own copy, before any hive
+    found["rss_target_mb"] = 2 * found["raw_vectors_mb"] + 300
+    for agents, name in HIVES:
+        if name not in hives:
+            continue
         path = work / f"{name}-{size}.db"
         found[f"{name}_build"] = build(path, corpus, embedder, agents)
         found[name] = measure_hive(path, corpus, embedder, agents, real)
@@ -314,6 +343,23 @@ TABLES = [
         "duplicates|one_build|duplicates  file MB|one|file_mb  open ms|one|open_ms  "
         "cache load ms|one|cache_load_ms  peak RSS MB|ten|peak_rss_mb",
     ),
+    (
+        "Frequent-word queries (four words, each in 5-12 % of the memories) next to the usual "
+        "ones (a name, a verb, a rare topic word): recall and the full-text arm, ms",
+        "1 agent: recall p50|one|recall_p50  frequent p50|one|recall_frequent_p50  "
+        "p95|one|recall_frequent_p95  ratio to numpy|one|recall_frequent_ratio  "
+        "text arm|one|text_p50  frequent|one|text_frequent_p50  "
+        "10 agents: recall p50|ten|recall_p50  frequent p50|ten|recall_frequent_p50  "
+        "p95|ten|recall_frequent_p95  ratio to numpy|ten|recall_frequent_ratio  "
+        "text arm|ten|text_p50  frequent|ten|text_frequent_p50",
+    ),
+    (
+        "Memory (MB): the raw vectors, the benchmark's corpus alone (peak RSS before any hive), "
+        "peak RSS after each hive (the process's high-water mark so far), the target",
+        "raw vectors|size|raw_vectors_mb  corpus alone|size|corpus_rss_mb  "
+        "after 1 agent|one|peak_rss_mb  after 10 agents|ten|peak_rss_mb  "
+        "2x raw + 300|size|rss_target_mb",
+    ),
 ]
 
 
@@ -321,7 +367,16 @@ def report(results: dict[str, Any]) -> None:
     sizes = results["sizes"]
     for title, spec in TABLES:
         columns = [column.split("|") for column in spec.split("  ")]
-        rows = [[s["size"], *(s[hive][key] for _, hive, key in columns)] for s in sizes]
+        rows = [
+            [
+                s["size"],
+                *(
+                    (s if hive == "size" else s.get(hive, {})).get(key, "-")
+                    for _, hive, key in columns
+                ),
+            ]
+            for s in sizes
+        ]
         table(title, ["memories", *(header for header, _, _ in columns)], rows)
     real = results["real_ingest"]
     table(
@@ -361,6 +416,11 @@ def main() -> None:
     parser.add_argument("--peer", choices=["mem0"], help="also time a peer system")
     parser.add_argument("--real", type=int, default=2000, help="texts for the real-model ingest")
     parser.add_argument(
+        "--hives",
+        default="one,ten",
+        help="which hives to build: one (one agent holds all), ten (ten agents, a tenth each)",
+    )
+    parser.add_argument(
         "--backend",
         choices=["sqlite", "postgresql"],
         default="sqlite",
@@ -373,6 +433,9 @@ def main() -> None:
         extra = ["--million"] if args.million else []
         os.execv(sys.executable, [sys.executable, script, "--sizes", args.sizes, *extra])
     sizes = [int(s) for s in args.sizes.split(",")] + ([1_000_000] if args.million else [])
+    hives = [h for h in args.hives.split(",") if h]
+    if not hives or set(hives) - {name for _, name in HIVES}:
+        parser.error(f"--hives takes one or ten or both (one,ten), not {args.hives!r}.")
     info = machine()
     say("# hivekeep scale benchmark\n")
     say(f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}")
@@ -389,7 +452,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="hivekeep-scale-") as tmp:
         work = Path(tmp)
         for size in sizes:
-            results["sizes"].append(measure_size(size, work, real))
+            results["sizes"].append(measure_size(size, work, real, hives))
         results["real_ingest"] = real_ingest(work, real, args.real)
         if args.peer == "mem0":
             results["peer"] = peer_mem0(sizes, work)

@@ -26,6 +26,9 @@ import numpy.typing as npt
 DIMENSION = 384
 TOPICS = 256
 SHARED, CENTROID, NOISE = 0.08, 0.42, 0.50  # squared weights of g, c_topic and noise
+# Vectors are made this many rows at a time: drawn whole in float64, 1M rows held 9 GB at once
+# (at 100k, 0.9 GB: most of the benchmark's peak RSS, which was read as the hive's).
+ROWS_AT_ONCE = 16_384
 QUERY_NOISE = 1.17  # |noise| / |target| for queries: cosine to the target ~ 1/sqrt(1 + 1.17^2)
 
 NAMES = [
@@ -255,12 +258,15 @@ def make_corpus(size: int, queries: int, seed: int = 0) -> Corpus:
         subjects.append(name)
     shared = rng.standard_normal(DIMENSION)
     centroids = _unit(rng.standard_normal((TOPICS, DIMENSION)))
-    noise = _unit(rng.standard_normal((size, DIMENSION)))
-    vectors = _unit(
-        np.sqrt(SHARED) * _unit(shared)
-        + np.sqrt(CENTROID) * centroids[topics]
-        + np.sqrt(NOISE) * noise
-    )
+    vectors = np.empty((size, DIMENSION), dtype=np.float32)
+    for start in range(0, size, ROWS_AT_ONCE):  # the same draws as one (size, 384) array
+        rows = slice(start, min(size, start + ROWS_AT_ONCE))
+        noise = _unit(rng.standard_normal((rows.stop - start, DIMENSION)))
+        vectors[rows] = _unit(
+            np.sqrt(SHARED) * _unit(shared)
+            + np.sqrt(CENTROID) * centroids[topics[rows]]
+            + np.sqrt(NOISE) * noise
+        )
     targets = rng.integers(0, size, queries)
     query_texts = ["What did {} {} with the {}?".format(*texts[t].split()[:3]) for t in targets]
     query_noise = _unit(rng.standard_normal((queries, DIMENSION)))
@@ -269,6 +275,21 @@ def make_corpus(size: int, queries: int, seed: int = 0) -> Corpus:
     dates = [str(np.datetime64("2023-01-01") + np.timedelta64(int(d), "D")) for d in days]
     categories = [CATEGORIES[c] for c in rng.integers(0, len(CATEGORIES), size)]
     return Corpus(texts, vectors, subjects, categories, dates, query_texts, query_vectors)
+
+
+# Words of the frequent-word queries: non-stopwords in 5-12 % of memories (the head of the Zipf
+# vocabulary, the time and place words), so an OR of four of them matches about a third of a hive.
+FREQUENT = ["later", "really", "new", "old", "small", "big", "red", "blue", "green", "friend"]
+FREQUENT += ["days", "spring", "autumn", "work", "trip", "week", "sunday", "morning", "garden"]
+
+
+def frequent_queries(count: int, seed: int = 3) -> list[str]:
+    """Questions made only of frequent words (``FREQUENT``), for the full-text arm's worst case."""
+    rng = np.random.default_rng(seed)
+    return [
+        "What about the {} {} {} {}?".format(*rng.choice(FREQUENT, 4, replace=False))
+        for _ in range(count)
+    ]
 
 
 def cosine_statistics(vectors: npt.NDArray[np.float32], sample: int = 2000) -> dict[str, float]:

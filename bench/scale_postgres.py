@@ -59,7 +59,7 @@ def measure(target: str, corpus: Any, embedder: PreparedEmbedder, agents: int) -
             QUERIES,
         )
         text = timed(
-            lambda i: hive.recall_service.text_arm(
+            lambda i: hive._services.recall.text_arm(
                 agent.id, queries[i % len(queries)], TOP, NO_FILTER
             ),
             QUERIES,

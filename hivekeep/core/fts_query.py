@@ -10,7 +10,7 @@ expression (any term), so the search can ask for the strict match first and fill
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 MAX_TERMS = 32
@@ -191,3 +191,78 @@ def build(text: str) -> FtsQuery:
     """FTS5 expressions for ``text``: quoted prefix terms joined by AND, and by OR."""
     found = terms(text)
     return FtsQuery(found, fts5_match(found), fts5_match(found, any_term=True))
+
+
+COMMON_CUTOFF = 0.01  # a term in more than this share of the rows is common (optional)
+
+
+@dataclass(frozen=True)
+class TermSplit:
+    """A query's terms split by document frequency (Lucene's CommonTermsQuery, in miniature).
+
+    ``required``: rare terms; a candidate must contain one. ``optional``: common terms, which only
+    add to a candidate's score. No required term means every term is common: the caller bounds the
+    candidates another way (the newest matches only).
+    """
+
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+
+
+def split_common(
+    words: Sequence[str],
+    document_frequency: Mapping[str, int],
+    documents: int,
+    cutoff: float = COMMON_CUTOFF,
+) -> TermSplit:
+    """Terms found in more than ``cutoff`` of ``documents`` rows become optional; the order of
+    ``words`` is kept in both parts. A word missing from ``document_frequency`` counts as rare."""
+    limit = cutoff * documents
+    common = {w for w in words if document_frequency.get(w, 0) > limit}
+    return TermSplit(
+        tuple(w for w in words if w not in common), tuple(w for w in words if w in common)
+    )
+
+
+def common_terms_match(split: TermSplit) -> str:
+    """An FTS5 expression matching rows with any required term, scored by every term.
+
+    FTS5 has no optional operator, so the common terms join an OR that the required ones repeat:
+    ``(r1 OR r2) AND (r1 OR r2 OR c1)`` matches what ``r1 OR r2`` matches, and bm25 adds the
+    common terms' part (the required terms count twice, which keeps them ahead).
+
+    >>> common_terms_match(TermSplit(("lisbon",), ("flat",)))
+    '("lisbon"*) AND ("lisbon"* OR "flat"*)'
+    """
+    if not split.required:
+        raise ValueError("common_terms_match needs a required term; bound all-common queries.")
+    rare = fts5_match(split.required, any_term=True)
+    if not split.optional:
+        return rare
+    every = fts5_match((*split.required, *split.optional), any_term=True)
+    return f"({rare}) AND ({every})"
+
+
+MAX_PAIRED = 8  # terms past this are left out of ``at_least_two`` (8 terms: 28 pairs)
+
+
+def at_least_two(words: Sequence[str]) -> str:
+    """An FTS5 expression matching rows with at least two of the words (a minimum-should-match).
+
+    The fill for a query of common terms only: a row holding one common term cannot outrank, by
+    much, a row holding two of them, so ranking the rows with two (a small share of the rows
+    with any) finds nearly the same top k at a fraction of the cost (MaxScore's argument, taken
+    one step). Fewer than two words: the plain OR.
+
+    >>> at_least_two(["red", "car", "old"])
+    '("red"* AND "car"*) OR ("red"* AND "old"*) OR ("car"* AND "old"*)'
+    """
+    kept = list(words)[:MAX_PAIRED]
+    if len(kept) < 2:
+        return fts5_match(kept, any_term=True)
+    pairs = [
+        f"({fts5_match([first, second])})"
+        for i, first in enumerate(kept)
+        for second in kept[i + 1 :]
+    ]
+    return " OR ".join(pairs)

@@ -24,6 +24,7 @@ never holds more than ``LOG_KEEP + PRUNE_EVERY`` entries. A cache further behind
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,13 @@ _ROWS = (
     "m.created_at "
     "FROM memory_vec v JOIN memories m ON m.id = v.memory_id{where}"
 )
+# A full load reads the filter columns first, then streams the vectors in chunks straight into
+# each audience's preallocated matrix: the raw vectors are held once (holding every row as a
+# Python blob, joining them and gathering each audience's rows held them four times: 1.2 GB peak
+# for 154 MB of vectors at 100k, bench/experiments/vector_cache_memory.py).
+_COLUMNS = _ROWS.replace("v.embedding, ", "")
+_VECTORS = "SELECT memory_id, embedding FROM memory_vec"
+LOAD_CHUNK = 4096
 
 
 @dataclass(frozen=True)
@@ -183,32 +191,56 @@ class VectorCache:
         table = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'").fetchone()
         if space is not None and table is not None:
             self._dimension = int(space[0])
-            rows = list(conn.execute(_ROWS.format(where="")))
-            if rows:
-                self._load_rows(rows, self._dimension)
+            self._load_all(conn, self._dimension)
         self._position = head
 
-    def _load_rows(self, rows: list[Any], dimension: int) -> None:
-        ids, blobs, agents, scopes, categories, subjects, created = zip(*rows, strict=True)
-        vectors = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(-1, dimension)
+    def _load_all(self, conn: Any, dimension: int) -> None:
+        columns = list(conn.execute(_COLUMNS.format(where="")))
+        if not columns:
+            return
+        ids, agents, scopes, categories, subjects, created = zip(*columns, strict=True)
+        del columns
         shared = np.asarray(scopes, dtype=object) == Scope.SHARED.value
-        audience = np.where(shared, 0, np.asarray(agents, dtype=np.int64))
-        memory_ids = np.asarray(ids, dtype=np.int64)
+        audiences = np.where(shared, 0, np.asarray(agents, dtype=np.int64))
+        row_of = {memory_id: row for row, memory_id in enumerate(ids)}
         category_codes = np.asarray([CATEGORY_CODES[c] for c in categories], dtype=np.int8)
         subject_codes = np.asarray(
             [self._subject_code(subject_key(s)) for s in subjects], dtype=np.int32
         )
         created_at = np.asarray(created, dtype=str)
-        for value in np.unique(audience):
-            rows_of = np.flatnonzero(audience == value)
-            self._matrices[int(value)] = Matrix.from_arrays(
-                vectors[rows_of],
+        values, counts = np.unique(audiences, return_counts=True)
+        targets = {
+            int(value): np.empty((int(count), dimension), dtype=np.float32)
+            for value, count in zip(values, counts, strict=True)
+        }
+        order = {value: np.empty(len(target), dtype=np.int64) for value, target in targets.items()}
+        filled = dict.fromkeys(targets, 0)
+        cursor = conn.execute(_VECTORS)
+        while chunk := list(itertools.islice(cursor, LOAD_CHUNK)):
+            known = [(row_of[r[0]], r[1]) for r in chunk if r[0] in row_of]
+            if not known:
+                continue
+            rows = np.fromiter((row for row, _ in known), dtype=np.int64, count=len(known))
+            block = np.frombuffer(b"".join(blob for _, blob in known), dtype="<f4")
+            block = block.reshape(-1, dimension)
+            of_chunk = audiences[rows]
+            for value in np.unique(of_chunk).tolist():
+                mine = of_chunk == value
+                start, end = filled[value], filled[value] + int(mine.sum())
+                targets[value][start:end] = block[mine]
+                order[value][start:end] = rows[mine]
+                filled[value] = end
+        memory_ids = np.asarray(ids, dtype=np.int64)
+        for value, target in targets.items():
+            rows_of = order[value][: filled[value]]
+            self._matrices[value] = Matrix.from_arrays(
+                target[: filled[value]],
                 memory_ids[rows_of],
                 category_codes[rows_of],
                 subject_codes[rows_of],
                 created_at[rows_of],
             )
-            self._where.update(dict.fromkeys(memory_ids[rows_of].tolist(), int(value)))
+            self._where.update(dict.fromkeys(memory_ids[rows_of].tolist(), value))
 
     def _reread(self, conn: Any, memory_ids: Iterable[int]) -> None:
         wanted = list(memory_ids)

@@ -5,7 +5,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hivekeep.core.fts_query import MAX_TERMS, build, terms
+from hivekeep.core.fts_query import (
+    MAX_PAIRED,
+    MAX_TERMS,
+    TermSplit,
+    at_least_two,
+    build,
+    common_terms_match,
+    split_common,
+    terms,
+)
 
 
 def test_terms_drop_stopwords_and_keep_short_words() -> None:
@@ -63,3 +72,40 @@ def test_any_text_builds_valid_fts5_syntax(fts: apsw.Connection, text: str) -> N
     for expression in (query.all_terms, query.any_term):
         if expression:
             list(fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,)))
+
+
+def test_common_terms_become_optional_and_keep_their_order() -> None:
+    split = split_common(
+        ["ferry", "the", "lisbon", "later"], {"the": 900, "later": 150, "lisbon": 3}, 1000, 0.1
+    )
+    assert split == TermSplit(("ferry", "lisbon"), ("the", "later"))
+
+
+def test_a_term_at_the_cutoff_is_still_rare() -> None:
+    assert split_common(["tea"], {"tea": 100}, 1000, 0.1) == TermSplit(("tea",), ())
+
+
+def test_common_terms_match_needs_a_rare_term() -> None:
+    assert common_terms_match(TermSplit(("tea",), ())) == '"tea"*'
+    with pytest.raises(ValueError, match="required"):
+        common_terms_match(TermSplit((), ("the",)))
+
+
+def test_at_least_two_pairs_the_terms_and_caps_them() -> None:
+    assert at_least_two(["tea"]) == '"tea"*'
+    assert at_least_two(["a", "b"]) == '("a"* AND "b"*)'
+    many = at_least_two([f"w{i}" for i in range(20)])
+    assert many.count(" OR ") + 1 == MAX_PAIRED * (MAX_PAIRED - 1) // 2
+
+
+def test_common_term_expressions_match_what_they_promise() -> None:
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE d USING fts5(content, tokenize='porter unicode61')")
+    for row in ("red car", "red old bike", "old car", "blue tram", "red"):
+        conn.execute("INSERT INTO d(content) VALUES (?)", (row,))
+
+    def rows(match: str) -> set[int]:
+        return {r[0] for r in conn.execute("SELECT rowid FROM d WHERE d MATCH ?", (match,))}
+
+    assert rows(at_least_two(["red", "old", "car"])) == {1, 2, 3}
+    assert rows(common_terms_match(TermSplit(("bike", "tram"), ("red",)))) == {2, 4}
