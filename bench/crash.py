@@ -146,12 +146,12 @@ def verify(db: Path, acks_path: Path) -> dict[str, Any]:
     with Hive(
         db, embedder="local", settings=Settings(), llm=ScriptedLLM([maintenance] * 50)
     ) as hive:
-        pending_before = sum(len(hive.maintenance.pending(a.id)) for a in hive.agents())
+        pending_before = sum(len(hive._services.maintenance.pending(a.id)) for a in hive.agents())
         for _ in range(10):  # resume takes the oldest batches that fit one call each time
-            if not any(hive.maintenance.pending(a.id) for a in hive.agents()):
+            if not any(hive._services.maintenance.pending(a.id) for a in hive.agents()):
                 break
             hive.resume()
-        pending_after = sum(len(hive.maintenance.pending(a.id)) for a in hive.agents())
+        pending_after = sum(len(hive._services.maintenance.pending(a.id)) for a in hive.agents())
     if pending_after:
         problems.append(f"{pending_after} maintenance batches still pending after resume")
     return {

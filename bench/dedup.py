@@ -94,7 +94,9 @@ def main() -> None:
                 agent = hive.create_agent(f"pair-{number}")
                 agent.memorize(pair.first, category="fact")
                 second = agent.memorize(pair.second, category="fact")
-                first_vector, second_vector = hive.embeddings.embed([pair.first, pair.second])
+                first_vector, second_vector = hive._services.embeddings.embed(
+                    [pair.first, pair.second]
+                )
                 cosine = float(first_vector @ second_vector)
                 naive = (
                     normalise_text(pair.first) == normalise_text(pair.second)

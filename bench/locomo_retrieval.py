@@ -193,7 +193,7 @@ def _run_conversation(
         def ids_to_dia(ids: Sequence[int]) -> list[str]:
             return [d for i in ids for d in sorted(dia[i])]
 
-        service = hive.recall_service
+        service = hive._services.recall
         for question in conv.questions:
             c, evidence = question.category, question.evidence
             for k in KS:
@@ -205,7 +205,7 @@ def _run_conversation(
             ranked = ids_to_dia([h.memory.id for h in agent.recall(question.text, limit=20).hits])
             run.default.add_rr(c, ranked, evidence)
 
-            query = hive.embeddings.embed_one(question.text)
+            query = hive._services.embeddings.embed_one(question.text)
             everything = hive.store.vector_search(agent.id, query, len(conv.turns), NO_FILTER)
             vector_ranked = ids_to_dia([i for i, _ in everything])
             similarity = {d: s for i, s in everything for d in dia[i]}

@@ -38,7 +38,7 @@ db, worker, threads, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 
 hive = Hive(db, embedder="local", settings=Settings(dedup_threshold=1.0, profile_max_tokens=10**6))
 agent = hive.get_agent("soak")
 errors, done, latencies = [], [], {"memorize": [], "edit_profile": [], "update": [], "recall": []}
-hive.embeddings.embed(["warm up"])  # load the model before the clock starts
+hive._services.embeddings.embed(["warm up"])  # load the model before the clock starts
 print("ready", flush=True)
 sys.stdin.readline()  # every worker starts together
 until = time.monotonic() + seconds

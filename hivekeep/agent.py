@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hivekeep import tools
 from hivekeep.core import profile as profile_doc
 from hivekeep.core.compaction import CompactionSettings
+from hivekeep.core.messages import Message
 from hivekeep.core.text import parse_created_at, parse_since
 from hivekeep.errors import ValidationError
+from hivekeep.providers.llm.base import LLM
 from hivekeep.services import review
-from hivekeep.services.archive import Memorized
-from hivekeep.services.chat import MAX_MESSAGE_CHARS, ChatEvent, ChatReply
+from hivekeep.services.archive import Memorized, MemoryPage
+from hivekeep.services.chat import MAX_MESSAGE_CHARS, ChatEvent, ChatReply, message_tokens
 from hivekeep.services.compaction import CompactionOutcome
 from hivekeep.services.compile import CompileOutcome
 from hivekeep.services.conversation import Context
+from hivekeep.services.history import TrashPage
+from hivekeep.services.llms import Purpose
 from hivekeep.services.recall import RecallResult
+from hivekeep.services.wiring import Services
 from hivekeep.store.base import (
     KEEP,
     AgentRecord,
@@ -28,15 +32,17 @@ from hivekeep.store.base import (
     MemoryRecord,
     NewMemory,
     ProfileRecord,
-    TrashedMemory,
     _Keep,
 )
-from hivekeep.store.conversations import AgentSettings, ConversationRecord, MessageRecord
+from hivekeep.store.conversations import (
+    AgentSettings,
+    ConversationRecord,
+    MessageRecord,
+    NewMessage,
+    ToolCallRecord,
+)
 from hivekeep.types import Actor, Category, Operation, Scope, Source
 from hivekeep.views import profile_version_view, version_view
-
-if TYPE_CHECKING:
-    from hivekeep.hive import Hive
 
 
 def _created_at(value: str | datetime | None) -> str | None:
@@ -90,18 +96,24 @@ def _memory_id(value: object) -> int:
     return value
 
 
-@dataclass(frozen=True)
-class MemoryPage:
-    memories: list[MemoryRecord]
-    total: int
-    has_more: bool
-
-
-@dataclass(frozen=True)
-class TrashPage:
-    memories: list[TrashedMemory]
-    total: int
-    has_more: bool
+def _new_message(message: Message) -> NewMessage:
+    """A message to store, counted as the context counts it (``Agent.add_messages``)."""
+    if not isinstance(message, Message):
+        raise ValidationError(f"add_messages takes Message objects, got {type(message).__name__}.")
+    if len(message.content) > MAX_MESSAGE_CHARS:
+        raise ValidationError(
+            f"A message is at most {MAX_MESSAGE_CHARS:,} characters, got {len(message.content):,}."
+        )
+    calls = tuple(ToolCallRecord(c.id, c.name, c.arguments_json()) for c in message.tool_calls)
+    return NewMessage(
+        message.role,
+        message.content,
+        message_tokens(message.content, calls),
+        calls,
+        tool_call_id=message.tool_call_id,
+        tool_name=message.name if message.role == "tool" else None,
+        speaker=message.name if message.role == "user" else None,
+    )
 
 
 class Agent:
@@ -112,8 +124,8 @@ class Agent:
     >>> agent.recall("where does the user live?").hits[0].memory.content  # doctest: +SKIP
     """
 
-    def __init__(self, hive: Hive, record: AgentRecord) -> None:
-        self._hive = hive
+    def __init__(self, services: Services, record: AgentRecord) -> None:
+        self._services = services  # the hive's, wired once (services/wiring.py)
         self.record = record
 
     def __repr__(self) -> str:
@@ -159,10 +171,14 @@ class Agent:
             category=Category(args.category) if args.category else None,
             since=parse_since(args.since) if args.since else None,
         )
-        limit = args.limit or self._hive.settings.recall_limit
-        return self._hive.recall_service.recall(
+        limit = args.limit or self._services.settings.recall_limit
+        return self._services.recall.recall(
             self.id, args.query, limit, filters, count=count_retrieval
         )
+
+    def memory(self, memory_id: int) -> MemoryRecord:
+        """One memory this agent can see: its own, or another agent's shared one."""
+        return self._services.store.get_memory(_memory_id(memory_id), self.id)
 
     def memorize(
         self,
@@ -214,7 +230,7 @@ class Agent:
                     created_at=_created_at(created_at),
                 )
             )
-        return self._hive.archive.memorize_many(memories)
+        return self._services.archive.memorize_many(memories)
 
     def update_memory(
         self,
@@ -238,7 +254,7 @@ class Agent:
             importance=importance,
             scope=scope,
         )
-        return self._hive.archive.update(
+        return self._services.archive.update(
             self.id, memory_id, changes, written=Change(by, Operation.UPDATE)
         )
 
@@ -246,7 +262,11 @@ class Agent:
         """Move a memory this agent wrote to the trash: out of recall and listings at once,
         restorable with ``restore_memory`` until the retention period ends (``trash_days``)."""
         args = tools.validate("forget", memory_id=memory_id)
-        self._hive.archive.forget(self.id, args.memory_id, by=by)
+        self._services.archive.forget(self.id, args.memory_id, by=by)
+
+    def purge(self, memory_id: int) -> None:
+        """Erase a memory this agent wrote, live or in its trash, for good (``Hive.purge``)."""
+        self._services.history.purge_owned(self.id, _memory_id(memory_id))
 
     # history ------------------------------------------------------------------------------------
     def memory_history(self, memory_id: int) -> list[dict[str, Any]]:
@@ -254,7 +274,7 @@ class Agent:
         a dict with ``version``, ``content``, ``category``, ``subject``, ``importance``,
         ``scope``, ``changed_at``, ``changed_by`` (agent, person, maintenance, import) and
         ``operation`` (create, update, forget, restore). The first is the current state."""
-        versions = self._hive.history.history(self.id, _memory_id(memory_id))
+        versions = self._services.history.history(self.id, _memory_id(memory_id))
         return [version_view(v) for v in versions]
 
     def restore_memory(
@@ -263,26 +283,26 @@ class Agent:
         """Undo a forget (no ``version``: back from the trash with its id and vector), or make
         ``version`` of the memory current again. Either way a new version records it; history is
         never rewritten. Only the memory's author restores it."""
-        return self._hive.history.restore(self.id, _memory_id(memory_id), version, by=by)
+        return self._services.history.restore(self.id, _memory_id(memory_id), version, by=by)
 
     def trash(self, *, limit: int = 50, offset: int = 0) -> TrashPage:
         """This agent's forgotten memories still in the trash, newest deletion first."""
         if not 1 <= limit <= 200 or offset < 0:
             raise ValidationError("limit must be 1-200 and offset at least 0.")
-        found, total = self._hive.history.trash(self.id, limit, offset)
+        found, total = self._services.history.trash(self.id, limit, offset)
         return TrashPage(found, total, offset + len(found) < total)
 
     def profile_history(self) -> list[dict[str, Any]]:
         """The versions of this agent's profile, newest first: each a dict with ``version``
         (the revision), ``text``, ``tokens``, ``changed_at``, ``changed_by`` and ``operation``
         (create, edit, set, rewrite, regenerate, import, restore)."""
-        return [profile_version_view(v) for v in self._hive.profiles.history(self.id)]
+        return [profile_version_view(v) for v in self._services.profiles.history(self.id)]
 
     def restore_profile(self, version: int, *, by: Actor = Actor.PERSON) -> ProfileRecord:
         """Make ``version`` of the profile current again, as a new revision."""
         if isinstance(version, bool) or not isinstance(version, int):
             raise ValidationError(f"version must be an integer, got {version!r}.")
-        return self._hive.profiles.restore(self.id, version, by=by)
+        return self._services.profiles.restore(self.id, version, by=by)
 
     def list_memories(
         self,
@@ -307,16 +327,16 @@ class Agent:
             category=Category(args.category) if args.category else None,
             scope=Scope(args.scope) if args.scope else None,
         )
-        memories, total = self._hive.archive.list(self.id, filters, args.limit, args.offset)
+        memories, total = self._services.archive.list(self.id, filters, args.limit, args.offset)
         return MemoryPage(memories, total, args.offset + len(memories) < total)
 
     # profile ------------------------------------------------------------------------------------
     @property
     def profile_budget(self) -> int:
-        return self._hive.profiles.budget
+        return self._services.profiles.budget
 
     def profile(self) -> ProfileRecord:
-        return self._hive.profiles.get(self.id)
+        return self._services.profiles.get(self.id)
 
     def profile_text(self) -> str:
         """The current profile document (markdown)."""
@@ -329,14 +349,14 @@ class Agent:
         args = tools.validate(
             "edit_profile", section=section, operation=operation, content=content, pin=pin
         )
-        return self._hive.profiles.edit(
+        return self._services.profiles.edit(
             self.id, args.section, args.operation, args.content, pin=args.pin
         )
 
     def set_profile(self, text: str, *, expected_revision: int | None = None) -> ProfileRecord:
         """Replace the whole document (a user's edit), under the same budget rule as the tool;
         the old text stays in ``profile_history``."""
-        return self._hive.profiles.replace(self.id, text, expected_revision)
+        return self._services.profiles.replace(self.id, text, expected_revision)
 
     def system_prompt_block(self) -> str:
         """The memory block for the cached system-prompt prefix: profile plus the routing rule."""
@@ -344,14 +364,14 @@ class Agent:
 
     # conversations ------------------------------------------------------------------------------
     def start_conversation(self, title: str = "") -> ConversationRecord:
-        return self._hive.conversations.create(self.id, title)
+        return self._services.conversations.create(self.id, title)
 
     def conversations(self) -> list[ConversationRecord]:
         """This agent's conversations, most recently active first."""
-        return self._hive.store.list_conversations(self.id)
+        return self._services.store.list_conversations(self.id)
 
     def conversation(self, conversation_id: int) -> ConversationRecord:
-        return self._hive.conversations.get(self.id, conversation_id)
+        return self._services.conversations.get(self.id, conversation_id)
 
     def messages(
         self, conversation_id: int, *, after_id: int = 0, limit: int = 200
@@ -360,12 +380,14 @@ class Agent:
         self.conversation(conversation_id)
         if not 1 <= limit <= 1000:
             raise ValidationError(f"limit must be between 1 and 1000, got {limit}.")
-        return self._hive.store.list_messages(conversation_id, after_id=after_id, limit=limit)
+        return self._services.store.list_messages(conversation_id, after_id=after_id, limit=limit)
 
     def context(self, conversation_id: int) -> Context:
         """What the model would read next turn, with its size (for a context-usage bar)."""
         self.conversation(conversation_id)
-        return self._hive.conversations.context(self.record, conversation_id, self.profile_text())
+        return self._services.conversations.context(
+            self.record, conversation_id, self.profile_text()
+        )
 
     def chat(
         self, message: str, conversation: int | None = None, *, speaker: str | None = None
@@ -393,28 +415,56 @@ class Agent:
             )
         if speaker is not None and not 1 <= len(speaker.strip()) <= 100:
             raise ValidationError("speaker must be 1-100 characters when given.")
-        self._hive.llms.chat_model(self.id)  # fail now, clearly, when no model is configured
+        self._services.llms.chat_model(self.id)  # fail now, clearly, when no model is configured
         conversation_id = (
             self.start_conversation(message[:60]).id
             if conversation is None
             else self.conversation(conversation).id
         )
-        return self._hive.chats.stream(
+        return self._services.chats.stream(
             self.record, self.call_tool, message, conversation_id, speaker
         )
+
+    def add_messages(
+        self, conversation_id: int, messages: Sequence[Message], *, compact: bool = True
+    ) -> list[MessageRecord]:
+        """Store a turn that ran outside hivekeep's own loop (another framework called the
+        model), in order and in one transaction; then, with ``compact``, the after-turn
+        compaction check ``chat`` runs. The write path of a framework's session adapter
+        (``hivekeep.integrations.openai_agents``). ``compact`` needs the agent's chat model,
+        whose window drives the trigger: it is checked first, so without one nothing is written.
+        """
+        self.conversation(conversation_id)
+        stored = [_new_message(m) for m in messages]
+        if compact:
+            self._services.llms.chat_model(self.id, "compacting a conversation")
+        records = self._services.store.add_messages(conversation_id, stored)
+        if compact:
+            self._services.compaction.after_turn(self.record, conversation_id)
+        return records
 
     def compact(self, conversation_id: int, *, force: bool = True) -> CompactionOutcome:
         """Compact now (``force``: fold at least half of the raw history, SPEC §7.5). Raises
         ``AgentBusy`` if a compaction of this agent is already running; other failures are in
         the outcome."""
         self.conversation(conversation_id)
-        self._hive.llms.chat_model(self.id, "compaction")
-        return self._hive.compaction.compact(self.record, conversation_id, force=force)
+        self._services.llms.chat_model(self.id, "compaction")
+        return self._services.compaction.compact(self.record, conversation_id, force=force)
 
-    # upkeep -------------------------------------------------------------------------------------
+    # models and upkeep --------------------------------------------------------------------------
+    def chat_model(self, what: str = "chatting") -> LLM:
+        """The model this agent chats with; raises ``LLMNotConfigured`` (saying what to set,
+        and that ``what`` needs it) when there is none."""
+        return self._services.llms.chat_model(self.id, what)
+
+    def upkeep_model(self, purpose: Purpose, *, what: str | None = None) -> LLM:
+        """The model in force for ``purpose`` (compaction, maintenance, review); raises
+        ``LLMNotConfigured`` when there is none, naming ``what`` (default: the purpose)."""
+        return self._services.llms.for_purpose(self.id, purpose, what=what)
+
     def regenerate_profile(self) -> CompileOutcome:
         """Rewrite the profile from the archive (Pinned kept); the outcome reports any failure."""
-        return self._hive.compiler.regenerate(self.record)
+        return self._services.compiler.regenerate(self.record)
 
     def review_memories(
         self,
@@ -425,9 +475,9 @@ class Agent:
     ) -> review.Review:
         """An LLM audit of the selected archive (changes nothing)."""
         args = tools.validate("review_memories", subject=subject, scope=scope)
-        llm = self._hive.llms.for_purpose(self.id, "review")
+        llm = self._services.llms.for_purpose(self.id, "review")
         return review.review(
-            self._hive.store,
+            self._services.store,
             llm,
             self.id,
             subject=args.subject,
@@ -449,7 +499,7 @@ class Agent:
 
         >>> agent.configure(compacting_model="ollama:llama3.1")  # doctest: +SKIP
         """
-        return self._hive.conversations.configure(
+        return self._services.conversations.configure(
             self.id,
             model=model,
             compaction=compaction,
@@ -458,8 +508,8 @@ class Agent:
         )
 
     def settings(self) -> AgentSettings:
-        return self._hive.store.get_agent_settings(self.id)
+        return self._services.store.get_agent_settings(self.id)
 
     def compaction_settings(self) -> CompactionSettings:
         """The numbers in force for this agent: the hive's, with its overrides applied."""
-        return self._hive.conversations.compaction_settings(self.id)
+        return self._services.conversations.compaction_settings(self.id)

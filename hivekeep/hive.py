@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -11,6 +10,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from hivekeep.agent import Agent, memory_changes
 from hivekeep.config import Settings
+from hivekeep.core.compaction import CompactionSettings
+from hivekeep.core.names import agent_name, agent_role
 from hivekeep.errors import (
     ConflictError,
     EmbedderMismatch,
@@ -19,26 +20,20 @@ from hivekeep.errors import (
     StoreError,
     ValidationError,
 )
-from hivekeep.events import EventBus
 from hivekeep.providers.base import Embedder
 from hivekeep.providers.embeddings.registry import create_embedder
 from hivekeep.providers.llm.base import LLM
-from hivekeep.services.archive import ArchiveService, Backfill, Progress
-from hivekeep.services.chat import ChatService
-from hivekeep.services.compaction import CompactionService
-from hivekeep.services.compile import BootstrapOutcome, ProfileCompiler
-from hivekeep.services.conversation import ConversationService
+from hivekeep.services.archive import Backfill, Progress
+from hivekeep.services.compile import BootstrapOutcome
 from hivekeep.services.embedding import EmbeddingService
-from hivekeep.services.history import HistoryService
-from hivekeep.services.llms import LLMResolver
-from hivekeep.services.maintenance import MaintenanceOutcome, MaintenanceService
-from hivekeep.services.profile import ProfileService
-from hivekeep.services.recall import RecallService
+from hivekeep.services.maintenance import MaintenanceOutcome
+from hivekeep.services.wiring import wire
 from hivekeep.store.base import (
     KEEP,
     PERSON,
     AgentFootprint,
     Change,
+    EmbeddingSpace,
     MemoryRecord,
     Store,
     TrashedMemory,
@@ -46,7 +41,10 @@ from hivekeep.store.base import (
 )
 from hivekeep.store.leases import AgentLease
 from hivekeep.store.sqlite import SQLiteStore
+from hivekeep.store.sqlite.backup import Progress as BackupProgress
+from hivekeep.store.sqlite.backup import backup as backup_file
 from hivekeep.store.target import is_postgres_url
+from hivekeep.tools import tool_schemas
 from hivekeep.types import Actor, Category, Operation
 from hivekeep.views import version_view
 
@@ -56,27 +54,7 @@ if TYPE_CHECKING:  # imported when used: export/import's models and PostgreSQL's
 
 log = logging.getLogger(__name__)
 
-_AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _.\-]{0,63}")
 BACKFILL_ON_OPEN = 500  # a bigger backlog is left to `hivekeep reembed` (with a progress bar)
-
-
-def _agent_name(name: str) -> str:
-    name = name.strip()
-    if not _AGENT_NAME.fullmatch(name):
-        raise ValidationError(
-            f"Agent name {name!r} is not valid: use 1-64 letters, digits, spaces, '_', '.' "
-            "or '-', starting with a letter.",
-            field="name",
-        )
-    return name
-
-
-def _agent_role(role: str) -> str:
-    if len(role) > 4000:
-        raise ValidationError(
-            f"An agent's role is at most 4000 characters, got {len(role)}.", field="role"
-        )
-    return role
 
 
 def _postgres_store(url: str, history_limit: int) -> Store:
@@ -128,7 +106,7 @@ class Hive:
         target = str(path) if path is not None else self.settings.db
         if isinstance(embedder, str) or embedder is None:
             embedder = create_embedder(embedder or self.settings.embeddings)
-        self.embeddings = EmbeddingService(embedder)
+        embeddings = EmbeddingService(embedder)
         limit = self.settings.history_limit
         self.store: Store = (
             _postgres_store(target, limit)
@@ -139,40 +117,28 @@ class Hive:
         )
         self.path = target
         try:
-            self._check_embedding_space(switch_embedder)
+            self._check_embedding_space(embeddings.space, switch_embedder)
         except BaseException:
             self.store.close()
             raise
         defaults = self.settings.recall_defaults(getattr(embedder, "recall_defaults", None))
-        self.events = EventBus()
-        self.archive = ArchiveService(
-            self.store, self.embeddings, self.settings.dedup_threshold, self.events
+        self._services = wire(
+            self.store, self.settings, embeddings, defaults, llm, tool_schemas("openai")
         )
-        self.history = HistoryService(self.store, self.archive, self.settings.trash_days)
-        self.recall_service = RecallService(self.store, self.embeddings, defaults)
-        self.profiles = ProfileService(self.store, self.settings.profile_max_tokens, self.events)
-        self.llms = LLMResolver(self.store, self.settings, llm)
-        self.conversations = ConversationService(self.store, self.settings.compaction())
-        self.maintenance = MaintenanceService(self.store, self.archive, self.profiles)
-        self.compaction = CompactionService(
-            self.store, self.events, self.conversations, self.profiles, self.maintenance, self.llms
-        )
-        self.chats = ChatService(
-            self.store, self.conversations, self.profiles, self.compaction, self.llms
-        )
-        self.compiler = ProfileCompiler(self.store, self.profiles, self.llms)
+        self.events = self._services.events  # subscribe here: memory:*, profile:*, compacting:*
         # PostgreSQL: events reach (and come from) every process on the hive (LISTEN/NOTIFY)
-        self.relay: EventRelay | None = None
+        self._relay: EventRelay | None = None
         if is_postgres_url(target):
             from hivekeep.store.postgres.relay import EventRelay
 
-            self.relay = EventRelay(target, self.events)
-        self.history.purge_expired()  # the trash's retention period
+            self._relay = EventRelay(target, self.events)
+        self._services.history.purge_expired()  # the trash's retention period
         if not switch_embedder and self.store.count_pending():
-            self.archive.backfill(limit=BACKFILL_ON_OPEN)  # switching: reembed() shows progress
+            self._services.archive.backfill(
+                limit=BACKFILL_ON_OPEN
+            )  # switching: reembed() shows progress
 
-    def _check_embedding_space(self, switch: bool) -> None:
-        wanted = self.embeddings.space
+    def _check_embedding_space(self, wanted: EmbeddingSpace, switch: bool) -> None:
         stored = self.store.embedding_space()
         if stored == wanted:
             return
@@ -189,7 +155,7 @@ class Hive:
     # agents -------------------------------------------------------------------------------------
     def create_agent(self, name: str, role: str = "") -> Agent:
         """A new agent with an empty profile; the name must be unused (case-insensitive)."""
-        agent = Agent(self, self.store.create_agent(_agent_name(name), _agent_role(role)))
+        agent = Agent(self._services, self.store.create_agent(agent_name(name), agent_role(role)))
         self.events.publish("agent:created", agent.id, name=agent.name, role=agent.role)
         return agent
 
@@ -201,7 +167,7 @@ class Hive:
 
         >>> agent = hive.agent("assistant", role="General helper")  # doctest: +SKIP
         """
-        name = _agent_name(name)  # starts with a letter: never taken for an id
+        name = agent_name(name)  # starts with a letter: never taken for an id
         try:
             return self.get_agent(name)
         except NotFound:
@@ -215,19 +181,26 @@ class Hive:
         """By id or by name (a string of digits is taken as an id)."""
         if isinstance(key, str) and key.strip().isdigit():
             key = int(key)
-        return Agent(self, self.store.get_agent(key.strip() if isinstance(key, str) else key))
+        return Agent(
+            self._services, self.store.get_agent(key.strip() if isinstance(key, str) else key)
+        )
+
+    def conversation_agent(self, conversation_id: int) -> Agent:
+        """The agent a conversation belongs to (NotFound when there is no such conversation):
+        for an interface addressed by conversation id alone."""
+        return self.get_agent(self.store.get_conversation(conversation_id).agent_id)
 
     def agents(self) -> list[Agent]:
-        return [Agent(self, record) for record in self.store.list_agents()]
+        return [Agent(self._services, record) for record in self.store.list_agents()]
 
     def update_agent(
         self, key: int | str, *, name: str | None = None, role: str | None = None
     ) -> Agent:
         """Rename an agent and/or change its role (None keeps it); names stay unique."""
         agent_id = self.get_agent(key).id
-        name = None if name is None else _agent_name(name)
-        role = None if role is None else _agent_role(role)
-        agent = Agent(self, self.store.update_agent(agent_id, name=name, role=role))
+        name = None if name is None else agent_name(name)
+        role = None if role is None else agent_role(role)
+        agent = Agent(self._services, self.store.update_agent(agent_id, name=name, role=role))
         self.events.publish("agent:updated", agent.id, name=agent.name, role=agent.role)
         return agent
 
@@ -264,7 +237,7 @@ class Hive:
             memory_id, content=content, category=category, subject=subject, importance=importance
         )
         try:
-            return self.archive.update(
+            return self._services.archive.update(
                 PERSON, memory_id, changes, written=Change(Actor.PERSON, Operation.UPDATE)
             )
         except NotFound:
@@ -276,7 +249,7 @@ class Hive:
         memories. It goes to the trash (``restore_memory`` brings it back); ``purge`` erases it.
         Private memories are reached only through their agent (``Agent.forget``)."""
         try:
-            self.archive.forget(PERSON, memory_id, by=Actor.PERSON)
+            self._services.archive.forget(PERSON, memory_id, by=Actor.PERSON)
         except NotFound:
             raise NotFound(
                 f"No shared memory with id {memory_id}. A private memory can only be forgotten "
@@ -285,22 +258,27 @@ class Hive:
 
     def memory_history(self, memory_id: int) -> list[dict[str, Any]]:
         """A shared memory's versions as a person sees them (``Agent.memory_history``)."""
-        return [version_view(v) for v in self.history.history(PERSON, memory_id)]
+        return [version_view(v) for v in self._services.history.history(PERSON, memory_id)]
 
     def restore_memory(self, memory_id: int, version: int | None = None) -> MemoryRecord:
         """Undo a person's forget of a shared memory, or restore one of its versions."""
-        return self.history.restore(PERSON, memory_id, version, by=Actor.PERSON)
+        return self._services.history.restore(PERSON, memory_id, version, by=Actor.PERSON)
 
     def trash(self, *, limit: int = 50, offset: int = 0) -> list[TrashedMemory]:
         """Shared memories in the trash (any author's), newest deletion first."""
-        return self.history.trash(PERSON, limit, offset)[0]
+        return self._services.history.trash(PERSON, limit, offset)[0]
+
+    def purge_shared(self, memory_id: int) -> None:
+        """Erase a shared memory for good as a person, whoever wrote it (``DELETE
+        /api/memories/{id}?purge=true``); NotFound for a private one."""
+        self._services.history.purge_owned(PERSON, memory_id)
 
     def purge(self, memory_id: int) -> None:
         """Erase a memory for good, whoever wrote it, live or in the trash: its rows, full-text
         and vector entries and its whole history, leaving no trace of its text in the SQLite
         file or its WAL (docs/memory.md, "Purge"). Raises NotFound when there is no such memory.
         An operator's action: it takes a memory id, not an agent."""
-        if not self.history.purge(memory_id):
+        if not self._services.history.purge(memory_id):
             raise NotFound(f"No memory with id {memory_id}, live or in the trash.")
 
     # models and upkeep --------------------------------------------------------------------------
@@ -309,14 +287,14 @@ class Hive:
         (stored with the agent), or None (back to the hive's model)."""
         agent = self.get_agent(key)
         if isinstance(llm, str) or llm is None:
-            self.llms.set_agent_llm(agent.id, None)
-            self.conversations.configure(agent.id, model=llm)
+            self._services.llms.set_agent_llm(agent.id, None)
+            self._services.conversations.configure(agent.id, model=llm)
         else:
-            self.llms.set_agent_llm(agent.id, llm)
+            self._services.llms.set_agent_llm(agent.id, llm)
 
     def bootstrap(self) -> BootstrapOutcome:
         """Compile a first profile for agents whose profile is empty (once per hive; SPEC §9)."""
-        return self.compiler.bootstrap()
+        return self._services.compiler.bootstrap()
 
     def resume(self) -> Resumed:
         """The deferred start-up work: bootstrap, then every batch whose maintenance is still
@@ -325,12 +303,12 @@ class Hive:
         bootstrap = self.bootstrap()
         maintained = []
         for agent in self.store.list_agents():
-            if not self.maintenance.pending(agent.id):
+            if not self._services.maintenance.pending(agent.id):
                 continue
             try:
                 with AgentLease(self.store, agent.id):
-                    llm = self.llms.for_purpose(agent.id, "maintenance")
-                    outcome = self.maintenance.run_pending(agent.id, agent.name, llm)
+                    llm = self._services.llms.for_purpose(agent.id, "maintenance")
+                    outcome = self._services.maintenance.run_pending(agent.id, agent.name, llm)
             except HivekeepError as exc:
                 log.warning("Pending maintenance of agent %s not run: %s", agent.name, exc)
                 continue
@@ -338,16 +316,48 @@ class Hive:
                 maintained.append(outcome)
         return Resumed(bootstrap, tuple(maintained))
 
+    # what interfaces show about the hive's set-up -----------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        """The embedding model this hive's vectors are made with."""
+        return self._services.embeddings.embedder
+
+    @property
+    def embedding_space(self) -> EmbeddingSpace:
+        """The embedder's model id and dimension, as the hive records them."""
+        return self._services.embeddings.space
+
+    @property
+    def llm_configured(self) -> bool:
+        """Whether the hive has a default chat model (or an agent has one in this process)."""
+        return self._services.llms.configured
+
+    def has_upkeep_model(self) -> bool:
+        """Whether any upkeep can run: the hive's model, or any agent's own (chat or
+        extraction); a server runs ``resume`` at start only then."""
+        llms = self._services.llms
+        return llms.configured or any(llms.has_upkeep_model(a.id) for a in self.store.list_agents())
+
+    @property
+    def profile_budget(self) -> int:
+        """The token budget of every agent's profile."""
+        return self._services.profiles.budget
+
+    @property
+    def compaction_defaults(self) -> CompactionSettings:
+        """The hive's compaction numbers (an agent's overrides apply on top: ``configure``)."""
+        return self._services.conversations.defaults
+
     # embeddings ---------------------------------------------------------------------------------
     def backfill(self, progress: Progress | None = None) -> Backfill:
         """Embed every memory still waiting for a vector (e.g. after an embedder outage)."""
-        return self.archive.backfill(progress=progress)
+        return self._services.archive.backfill(progress=progress)
 
     def reembed(self, progress: Progress | None = None, *, everything: bool = False) -> Backfill:
         """Finish switching embedders: embed every pending memory (``everything``: all of them)."""
         if everything:
-            self.store.reset_embedding_space(self.embeddings.space)
-        return self.archive.backfill(progress=progress)
+            self.store.reset_embedding_space(self._services.embeddings.space)
+        return self._services.archive.backfill(progress=progress)
 
     # export and import --------------------------------------------------------------------------
     def export(
@@ -378,9 +388,9 @@ class Hive:
 
         importer = Importer(
             self.store,
-            self.embeddings,
-            self.conversations,
-            self.archive,
+            self._services.embeddings,
+            self._services.conversations,
+            self._services.archive,
             profile_budget=self.settings.profile_max_tokens,
         )
         return importer.run(
@@ -390,10 +400,23 @@ class Hive:
             progress=progress,
         )
 
+    # backup -------------------------------------------------------------------------------------
+    @staticmethod
+    def backup(db: str | Path, target: str | Path, progress: BackupProgress | None = None) -> Path:
+        """Copy the SQLite hive at ``db`` to ``target`` (a new file) with SQLite's online backup
+        API, without opening it: safe while other processes write, the copy is one committed
+        state (docs/storage.md). A PostgreSQL hive is backed up with pg_dump instead."""
+        if is_postgres_url(str(db)):
+            raise ValidationError(
+                "hivekeep backup copies SQLite files; back up a PostgreSQL hive with pg_dump "
+                "(see docs/storage.md)."
+            )
+        return backup_file(db, target, progress)
+
     # lifecycle ----------------------------------------------------------------------------------
     def close(self) -> None:
-        if self.relay is not None:
-            self.relay.close()
+        if self._relay is not None:
+            self._relay.close()
         self.store.close()
 
     def __enter__(self) -> Hive:

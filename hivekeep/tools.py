@@ -11,17 +11,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from hivekeep.core.routing import ROUTING_RULE
 from hivekeep.errors import HivekeepError, ValidationError
+from hivekeep.services.archive import Memorized, MemoryPage
+from hivekeep.services.recall import RecallResult
+from hivekeep.services.review import Review
+from hivekeep.store.base import KEEP, MemoryRecord, ProfileRecord, _Keep
+from hivekeep.types import Category, Scope
 from hivekeep.views import memory_view, similar_view
-
-if TYPE_CHECKING:
-    from hivekeep.agent import Agent
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,73 @@ CategoryName = Literal["fact", "preference", "decision", "knowledge"]
 ScopeName = Literal["private", "shared"]
 MAX_ID = 2**63 - 1  # the largest id a store can hold; bigger ones cannot exist (nor bind in SQL)
 Subject = Field(default=None, min_length=1, max_length=200, description="Who or what it is about.")
+
+
+class ToolAgent(Protocol):
+    """What the handlers call: ``hivekeep.agent.Agent`` is the one implementation. A protocol,
+    so that this module sits below ``agent.py`` (which validates with these models) and the
+    two do not import each other."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def profile_budget(self) -> int: ...
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        subject: str | None = None,
+        category: Category | str | None = None,
+        since: str | None = None,
+    ) -> RecallResult: ...
+
+    def memorize(
+        self,
+        content: str,
+        *,
+        category: Category | str,
+        subject: str | None = None,
+        importance: int | None = None,
+        scope: Scope | str = Scope.PRIVATE,
+        source_context: str | None = None,
+    ) -> Memorized: ...
+
+    def edit_profile(
+        self, section: str, operation: str, content: str, *, pin: bool = False
+    ) -> ProfileRecord: ...
+
+    def update_memory(
+        self,
+        memory_id: int,
+        *,
+        content: str | _Keep = KEEP,
+        category: Category | str | _Keep = KEEP,
+        subject: str | _Keep | None = KEEP,
+        importance: int | _Keep | None = KEEP,
+        scope: Scope | str | _Keep = KEEP,
+    ) -> MemoryRecord: ...
+
+    def forget(self, memory_id: int) -> None: ...
+
+    def list_memories(
+        self,
+        *,
+        subject: str | None = None,
+        category: Category | str | None = None,
+        scope: Scope | str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> MemoryPage: ...
+
+    def review_memories(
+        self, *, subject: str | None = None, scope: Scope | str | None = None
+    ) -> Review: ...
 
 
 class _Args(BaseModel):
@@ -95,7 +164,7 @@ class ReviewMemoriesArgs(_Args):
     scope: ScopeName | None = None
 
 
-def _recall(agent: Agent, args: RecallArgs) -> dict[str, Any]:
+def _recall(agent: ToolAgent, args: RecallArgs) -> dict[str, Any]:
     result = agent.recall(
         args.query,
         limit=args.limit,
@@ -111,7 +180,7 @@ def _recall(agent: Agent, args: RecallArgs) -> dict[str, Any]:
     return out
 
 
-def _memorize(agent: Agent, args: MemorizeArgs) -> dict[str, Any]:
+def _memorize(agent: ToolAgent, args: MemorizeArgs) -> dict[str, Any]:
     written = agent.memorize(
         args.content,
         category=args.category,
@@ -132,7 +201,7 @@ def _memorize(agent: Agent, args: MemorizeArgs) -> dict[str, Any]:
     }
 
 
-def _edit_profile(agent: Agent, args: EditProfileArgs) -> dict[str, Any]:
+def _edit_profile(agent: ToolAgent, args: EditProfileArgs) -> dict[str, Any]:
     profile = agent.edit_profile(args.section, args.operation, args.content, pin=args.pin)
     return {
         "success": True,
@@ -142,17 +211,17 @@ def _edit_profile(agent: Agent, args: EditProfileArgs) -> dict[str, Any]:
     }
 
 
-def _update_memory(agent: Agent, args: UpdateMemoryArgs) -> dict[str, Any]:
+def _update_memory(agent: ToolAgent, args: UpdateMemoryArgs) -> dict[str, Any]:
     given = {name: getattr(args, name) for name in args.model_fields_set - {"memory_id"}}
     return memory_view(agent.update_memory(args.memory_id, **given), agent.id)
 
 
-def _forget(agent: Agent, args: ForgetArgs) -> dict[str, Any]:
+def _forget(agent: ToolAgent, args: ForgetArgs) -> dict[str, Any]:
     agent.forget(args.memory_id)
     return {"success": True}
 
 
-def _list_memories(agent: Agent, args: ListMemoriesArgs) -> dict[str, Any]:
+def _list_memories(agent: ToolAgent, args: ListMemoriesArgs) -> dict[str, Any]:
     page = agent.list_memories(
         subject=args.subject,
         category=args.category,
@@ -167,7 +236,7 @@ def _list_memories(agent: Agent, args: ListMemoriesArgs) -> dict[str, Any]:
     }
 
 
-def _review_memories(agent: Agent, args: ReviewMemoriesArgs) -> dict[str, Any]:
+def _review_memories(agent: ToolAgent, args: ReviewMemoriesArgs) -> dict[str, Any]:
     return agent.review_memories(subject=args.subject, scope=args.scope).as_tool_result()
 
 
@@ -176,7 +245,7 @@ class Tool:
     name: str
     description: str
     args: type[_Args]
-    handler: Callable[[Agent, Any], dict[str, Any]]
+    handler: Callable[[ToolAgent, Any], dict[str, Any]]
 
     def input_schema(self) -> dict[str, Any]:
         return _clean_schema(self.args.model_json_schema())
@@ -252,7 +321,9 @@ def validate(name: str, **arguments: Any) -> Any:
         raise ValidationError(_describe(name, exc)) from None
 
 
-def call_tool(agent: Agent, name: str, arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+def call_tool(
+    agent: ToolAgent, name: str, arguments: dict[str, Any] | str | None
+) -> dict[str, Any]:
     """Validate ``arguments`` and run tool ``name`` for ``agent``; always returns a JSON object."""
     tool = TOOLS_BY_NAME.get(name)
     if tool is None:

@@ -163,7 +163,7 @@ def _missing_file(db: str) -> Path | None:
 
 def _holds_anything(hive: Hive) -> bool:
     try:
-        return bool(hive.store.list_agents())
+        return bool(hive.agents())
     except HivekeepError:
         return True  # cannot tell: keep the file
 

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
+from hivekeep import Hive
 from hivekeep.cli import db_option
-from hivekeep.errors import ValidationError
-from hivekeep.store.sqlite.backup import backup as backup_file
 
 
 @click.command()
@@ -24,11 +23,6 @@ def backup(target: Path, db: str) -> None:
     \b
         hivekeep backup backups/hive-$(date +%F).db
     """
-    if db.startswith(("postgresql://", "postgres://")):
-        raise ValidationError(
-            "hivekeep backup copies SQLite files; back up a PostgreSQL hive with pg_dump "
-            "(see docs/storage.md)."
-        )
-    copied = backup_file(db, target)
+    copied = Hive.backup(db, target)
     size = copied.stat().st_size
     click.echo(f"Backed up {db} to {copied} ({size / 1e6:.1f} MB).")

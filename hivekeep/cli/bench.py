@@ -71,7 +71,7 @@ def _writes(hive: Hive, count: int) -> dict[str, float]:
     ]
     with tempfile.TemporaryDirectory(prefix="hivekeep-bench-") as folder:
         scratch = Path(folder) / "bench.db"
-        with Hive(scratch, embedder=hive.embeddings.embedder, settings=Settings()) as other:
+        with Hive(scratch, embedder=hive.embedder, settings=Settings()) as other:
             writer = other.agent("bench")
             times = _timed("writes ", texts, lambda text: writer.memorize(text, category="fact"))
     total_s = sum(times) / 1000
@@ -97,7 +97,7 @@ def bench(agent_key: str, queries: int, writes: int, db: str, as_json: bool) -> 
     with open_hive(db) as hive:
         agent = hive.get_agent(agent_key)
         sample = _queries(agent, queries)
-        embedder = hive.embeddings.embedder
+        embedder = hive.embedder
         embed = _timed("embed  ", sample, lambda q: embedder.embed([q]))
         recall = _timed("recall ", sample, lambda q: agent.recall(q))
         written = _writes(hive, writes)

@@ -15,12 +15,9 @@ from typing import Any, TextIO
 
 import click
 
-from hivekeep import Agent, HivekeepError, ValidationError
+from hivekeep import Agent, ChatReply, HivekeepError, Resumed, TextDelta, ToolUse, ValidationError
 from hivekeep.cli import agent_option, db_option, echo, open_hive
 from hivekeep.cli.upkeep import compaction_line
-from hivekeep.hive import Resumed
-from hivekeep.providers.llm.base import TextDelta
-from hivekeep.services.chat import ChatReply, ToolUse
 
 HELP = """Commands:
   /compact        compact this conversation now (summarise older messages, update memory)
@@ -101,7 +98,7 @@ def chat(agent_key: str, conversation_id: int | None, speaker: str | None, db: s
         raise click.BadParameter("must be 1-100 characters.", param_hint="--speaker")
     with open_hive(db) as hive:
         agent = hive.get_agent(agent_key)
-        model = hive.llms.chat_model(agent.id)  # no LLM: say what to set, before the REPL starts
+        model = agent.chat_model()  # no LLM: say what to set, before the REPL starts
         if conversation_id is not None:
             agent.conversation(conversation_id)  # an unknown id is an error now, not at turn one
         stdin = sys.stdin  # read at call time: a pipe, a TTY, or what CliRunner gives

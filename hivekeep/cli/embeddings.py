@@ -34,7 +34,7 @@ def reembed(spec: str | None, everything: bool, db: str) -> None:
     """
     with open_hive(db, embedder=spec, switch_embedder=True) as hive, ExitStack() as stack:
         result = hive.reembed(progress=ProgressBar(stack, "Re-embedding"), everything=everything)
-        model = hive.embeddings.space.model
+        model = hive.embedding_space.model
     done = f"Re-embedded {_memories(result.embedded)} with {model}."
     if result.error:
         raise click.ClickException(

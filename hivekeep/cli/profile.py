@@ -16,7 +16,6 @@ from hivekeep.cli import (
     open_agent,
     open_hive,
 )
-from hivekeep.services.llms import NO_LLM, LLMNotConfigured
 
 
 @click.group()
@@ -121,10 +120,8 @@ def regenerate(agent_key: str, yes: bool, db: str) -> None:
     """
     with open_hive(db) as hive:
         agent = hive.get_agent(agent_key)
-        try:  # the model regenerate will use: without one, say what to set before asking anything
-            hive.llms.for_purpose(agent.id, "maintenance")
-        except LLMNotConfigured:
-            raise LLMNotConfigured(NO_LLM.format(what="regenerating a profile")) from None
+        # the model regenerate will use: without one, say what to set before asking anything
+        agent.upkeep_model("maintenance", what="regenerating a profile")
         if not yes:
             click.confirm(
                 f"Regenerate {agent.name}'s profile from its archive? Pinned is kept.", abort=True

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
+from hivekeep import ExportReport, ImportReport
 from hivekeep.cli import ProgressBar, db_option, open_hive
-from hivekeep.services.transfer import ExportReport, ImportReport
 
 
 @click.command()

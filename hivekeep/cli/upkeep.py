@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import click
 
+from hivekeep import CompactionOutcome
 from hivekeep.cli import agent_option, db_option, echo_json, json_option, open_hive
-from hivekeep.services.compaction import CompactionOutcome
 
 
 def compaction_line(outcome: CompactionOutcome) -> str:
@@ -62,7 +62,7 @@ def compact(agent_key: str, conversation_id: int | None, db: str, as_json: bool)
     """
     with open_hive(db) as hive:
         agent = hive.get_agent(agent_key)
-        hive.llms.chat_model(agent.id, "compaction")  # say what to configure before anything else
+        agent.chat_model("compaction")  # say what to configure before anything else
         if conversation_id is None:
             conversations = agent.conversations()
             if not conversations:

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
+from hivekeep import LLMNotConfigured
 from hivekeep.errors import (
     BudgetError,
     ConflictError,
@@ -27,7 +28,6 @@ from hivekeep.errors import (
     StoreError,
     ValidationError,
 )
-from hivekeep.services.llms import LLMNotConfigured
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ def _resume(hive: Hive) -> None:
 
 def _upkeep_wanted(hive: Hive) -> bool:
     """A model for upkeep: the hive's, or any agent's own (chat or extraction model)."""
-    return hive.llms.configured or any(hive.llms.has_upkeep_model(a.id) for a in hive.agents())
+    return hive.has_upkeep_model()
 
 
 class _Server(uvicorn.Server):

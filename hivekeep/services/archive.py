@@ -40,6 +40,15 @@ class Memorized:
 
 
 @dataclass(frozen=True)
+class MemoryPage:
+    """One page of a listing (``Agent.list_memories``), with the total it was cut from."""
+
+    memories: list[MemoryRecord]
+    total: int
+    has_more: bool
+
+
+@dataclass(frozen=True)
 class Backfill:
     embedded: int
     remaining: int

@@ -23,13 +23,12 @@ from hivekeep.services.llms import LLMResolver
 from hivekeep.services.profile import ProfileService
 from hivekeep.store.base import AgentRecord, Store
 from hivekeep.store.conversations import MessageRecord, NewMessage, ToolCallRecord
-from hivekeep.tools import tool_schemas
 
 MAX_STEPS = 8
 MAX_MESSAGE_CHARS = 100_000
 _MESSAGE_OVERHEAD = 4  # tokens of role and separators per message, as OpenAI counts them
 
-ToolRunner = Callable[[str, dict[str, Any]], dict[str, Any]]
+ToolRunner = Callable[[str, dict[str, Any]], dict[str, Any]]  # the façade's dispatcher, per agent
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ class ChatService:
             )
             completion = Completion()
             for event in llm.stream(
-                context.messages, tools=None if last else tool_schemas("openai"), call_site="chat"
+                context.messages, tools=None if last else self.conversations.tools, call_site="chat"
             ):
                 if isinstance(event, TextDelta):
                     yield event

@@ -23,7 +23,6 @@ from hivekeep.store.conversations import (
     MessageRecord,
     SummaryRecord,
 )
-from hivekeep.tools import tool_schemas
 
 MAX_TITLE_CHARS = 200
 
@@ -51,10 +50,15 @@ def dated(summary: SummaryRecord) -> DatedText:
 
 
 class ConversationService:
-    def __init__(self, store: Store, defaults: CompactionSettings) -> None:
+    def __init__(
+        self, store: Store, defaults: CompactionSettings, tools: list[dict[str, Any]]
+    ) -> None:
+        """``tools``: the schemas offered with every turn (``tools.tool_schemas``), handed in by
+        the façade; they take room in the window, so a context's size counts them."""
         self.store = store
         self.defaults = defaults
-        self._tool_tokens = count_tokens(json.dumps(tool_schemas("openai")))
+        self.tools = tools
+        self._tool_tokens = count_tokens(json.dumps(tools))
 
     # records ------------------------------------------------------------------------------------
     def create(self, agent_id: int, title: str = "") -> ConversationRecord:

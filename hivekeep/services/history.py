@@ -7,6 +7,7 @@ version (``restore``) whose state is the one asked for.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from hivekeep.core.text import format_timestamp
@@ -30,6 +31,15 @@ TRASH_DAYS = 30  # setting MEMORY_TRASH_DAYS
 def retention_cutoff(days: int, now: datetime | None = None) -> str:
     """The stored-format timestamp before which trashed memories are purged."""
     return format_timestamp((now or datetime.now(UTC)) - timedelta(days=days))
+
+
+@dataclass(frozen=True)
+class TrashPage:
+    """One page of an agent's trash (``Agent.trash``), with the total it was cut from."""
+
+    memories: list[TrashedMemory]
+    total: int
+    has_more: bool
 
 
 class HistoryService:

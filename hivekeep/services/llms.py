@@ -75,7 +75,8 @@ class LLMResolver:
             raise LLMNotConfigured(NO_LLM.format(what=what))
         return self._default if not isinstance(self._default, str) else self._build(self._default)
 
-    def for_purpose(self, agent_id: int, purpose: Purpose) -> LLM:
+    def for_purpose(self, agent_id: int, purpose: Purpose, *, what: str | None = None) -> LLM:
+        """The model for ``purpose``; without one, LLMNotConfigured says ``what`` needs it."""
         special = None
         if purpose in ("compaction", "maintenance"):
             mine = self.store.get_agent_settings(agent_id)
@@ -85,7 +86,7 @@ class LLMResolver:
             }[purpose]
         if special:
             return self._build(special)
-        return self.chat_model(agent_id, what=purpose)
+        return self.chat_model(agent_id, what=what or purpose)
 
     def _build(self, spec: str) -> LLM:
         with self._lock:

@@ -47,14 +47,14 @@ def test_compacts_only_over_the_trigger_and_keeps_the_newest_40_percent(
     conversation = agent.start_conversation().id
     add_turns(hive, conversation, 8, with_tools=True)
     assert context_tokens(hive, "sam", conversation) * 100 <= 75 * WINDOW
-    assert hive.compaction.after_turn(agent.record, conversation) is None
+    assert hive._services.compaction.after_turn(agent.record, conversation) is None
     assert llm.calls == []  # under the trigger: no call at all
 
     add_turns(hive, conversation, 2, start="2024-05-01T11:00", with_tools=True)
     assert context_tokens(hive, "sam", conversation) * 100 > 75 * WINDOW
     raw_before = hive.store.raw_messages(conversation)
     llm.enqueue("Ann asked many questions; Sam answered.", maintenance_reply())
-    outcome = hive.compaction.after_turn(agent.record, conversation)
+    outcome = hive._services.compaction.after_turn(agent.record, conversation)
 
     assert outcome is not None and outcome.status == "done" and outcome.passes >= 1
     assert calls_by_site(llm) == {"compaction": 1, "maintenance": 1}
@@ -147,7 +147,7 @@ def test_small_batches_wait_but_force_folds_at_least_half(hive: Hive, llm: Scrip
     agent.configure(compaction={"threshold_percent": 2.0, "keep_percent": 1.0})
     conversation = agent.start_conversation().id
     add_turns(hive, conversation, 3, words=20)  # 6 small messages, far under 2,000 tokens
-    assert hive.compaction.after_turn(agent.record, conversation) is None
+    assert hive._services.compaction.after_turn(agent.record, conversation) is None
     assert llm.calls == []  # over the trigger, but the batch is not worth a call (§7.5)
 
     agent.configure(compaction={})  # back to the defaults: everything fits the keep-window
@@ -173,7 +173,7 @@ def test_catch_up_passes_are_bounded_and_maintenance_runs_once(
     add_turns(hive, conversation, 45)  # a backlog of ~3x the window (e.g. after an outage)
     llm.enqueue(by_prompt(fold="Part."), by_prompt(fold="Part."), by_prompt(fold="Part."))
     llm.enqueue(maintenance_reply())
-    outcome = hive.compaction.after_turn(agent.record, conversation)
+    outcome = hive._services.compaction.after_turn(agent.record, conversation)
     assert outcome is not None and outcome.passes == 3
     assert calls_by_site(llm) == {"compaction": 3, "maintenance": 1}  # one maintenance call
     assert len(outcome.summary_ids) == 3
@@ -181,10 +181,10 @@ def test_catch_up_passes_are_bounded_and_maintenance_runs_once(
     # pending (visible, never skipped) for the next cycle.
     maintenance = next(c for c in llm.calls if c.call_site == "maintenance")
     assert maintenance.text.count("Part.") == 1
-    assert len(hive.maintenance.pending(agent.id)) == 2
+    assert len(hive._services.maintenance.pending(agent.id)) == 2
     llm.enqueue(maintenance_reply())
     assert len(hive.resume().maintenance) == 1
-    assert len(hive.maintenance.pending(agent.id)) == 1
+    assert len(hive._services.maintenance.pending(agent.id)) == 1
 
 
 def test_compaction_is_recorded_in_the_conversation_and_published(
@@ -263,7 +263,7 @@ def test_a_failed_maintenance_stays_pending_and_the_next_compaction_retries_it_o
     assert outcome.status == "done" and outcome.maintenance is not None
     assert outcome.maintenance.status == "failed"
     assert "it will be retried" in agent.messages(conversation)[-1].content
-    (pending,) = hive.maintenance.pending(agent.id)
+    (pending,) = hive._services.maintenance.pending(agent.id)
     assert pending.maintenance_status == "failed" and pending.maintenance_attempts == 1
 
     add_turns(hive, conversation, 6, start="2024-05-02T10:00")
@@ -275,7 +275,7 @@ def test_a_failed_maintenance_stays_pending_and_the_next_compaction_retries_it_o
     assert (
         "First part." in maintenance_calls[1].text and "Second part." in maintenance_calls[1].text
     )
-    assert hive.maintenance.pending(agent.id) == []
+    assert hive._services.maintenance.pending(agent.id) == []
     assert agent.list_memories().memories[0].content == "Ann likes tea"
 
 

@@ -307,8 +307,8 @@ def test_per_agent_upkeep_models_everywhere(tmp_path: Path, local_embedder: Loca
         agent = hive.agent("ann")
         assert not _upkeep_wanted(hive)  # no model anywhere: serve skips upkeep
         agent.configure(compacting_model="ollama:small", extraction_model="ollama:big")
-        assert hive.llms.for_purpose(agent.id, "compaction").model_id.endswith("small")
-        assert hive.llms.for_purpose(agent.id, "maintenance").model_id.endswith("big")
+        assert hive._services.llms.for_purpose(agent.id, "compaction").model_id.endswith("small")
+        assert hive._services.llms.for_purpose(agent.id, "maintenance").model_id.endswith("big")
         assert _upkeep_wanted(hive)  # an agent's own model is enough for serve's upkeep
         client = TestClient(create_app(hive), base_url="http://127.0.0.1")
         put = client.put("/api/agents/ann/settings", json={"compacting_model": None})

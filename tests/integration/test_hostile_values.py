@@ -109,7 +109,7 @@ def test_profiles_strip_control_characters_and_refuse_nul(hive: Hive, api: TestC
     nul = api.put(f"/api/agents/{sam.id}/profile", json={"text": "## User\n- a\u0000\n"})
     assert nul.status_code == 422 and sam.profile_text().strip() == "## User\n- Bell here"
     profile = sam.profile()
-    rewritten = hive.profiles.rewrite(
+    rewritten = hive._services.profiles.rewrite(
         sam.id, "## User\n- From the model\x00\x1b[2J\n", profile.revision, "maintenance"
     )
     assert rewritten.updated and sam.profile_text().strip() == "## User\n- From the model[2J"

@@ -131,7 +131,7 @@ def test_an_unusable_reply_fails_the_batch_for_a_retry(
 ) -> None:
     result = compact_with(hive, agent, llm, "Sorry, I cannot help with that.")
     assert result.status == "failed" and "unusable reply" in (result.error or "")
-    (pending,) = hive.maintenance.pending(agent.id)
+    (pending,) = hive._services.maintenance.pending(agent.id)
     assert pending.maintenance_attempts == 1
 
 
@@ -237,13 +237,13 @@ def test_a_crash_between_summary_and_maintenance_is_retried_on_reopen(
     )
     with Hive(db_path, embedder=local_embedder, settings=Settings(), llm=llm) as hive:
         agent = hive.get_agent("sam")
-        (pending,) = hive.maintenance.pending(agent.id)
+        (pending,) = hive._services.maintenance.pending(agent.id)
         assert pending.text == "Ann planned Rome." and pending.maintenance_status == "pending"
         resumed = hive.resume()
         assert [m.status for m in resumed.maintenance] == ["done"]
         assert [c.call_site for c in llm.calls] == ["maintenance"]
         assert "Rome" in llm.calls[0].text
-        assert hive.maintenance.pending(agent.id) == []
+        assert hive._services.maintenance.pending(agent.id) == []
         assert own_memories(agent) == ["Ann booked a flight to Rome"]
 
 

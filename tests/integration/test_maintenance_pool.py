@@ -65,7 +65,7 @@ def test_shared_memories_ten_to_one_leave_the_agents_own_in_the_prompt(
         for i in range(SHARED_BY_OTHERS)
     ]
     assert SHARED_BY_OTHERS >= KNOWN_POOL  # enough to fill a pool drawn from everything visible
-    assert not any(r.duplicate for r in hive.archive.memorize_many(own + shared))
+    assert not any(r.duplicate for r in hive._services.archive.memorize_many(own + shared))
 
     conversation = sam.start_conversation().id
     add_turns(hive, conversation, 6, start="2024-06-02T10:00")

@@ -50,7 +50,7 @@ def test_floor_with_the_real_model_uses_true_cosine(db_path, local_embedder) -> 
         agent.memorize(text, category="fact")
     q, close, far = local_embedder.embed([query, *texts])
     assert float(q @ close) >= 0.5 > float(q @ far)  # the model itself, checked with numpy
-    arms, _ = hive.recall_service.arms(agent.id, query, 10, MemoryFilter())
+    arms, _ = hive._services.recall.arms(agent.id, query, 10, MemoryFilter())
     similarities = dict(arms.vector)
     assert len(similarities) == 1
     [(_, similarity)] = similarities.items()
@@ -70,9 +70,9 @@ def test_bundled_floor_keeps_a_relevant_pair_the_seed_floor_dropped(
     agent.memorize(unrelated, category="fact")
     q, r, u = local_embedder.embed([query, relevant, unrelated])
     assert 0.2 <= float(q @ r) < 0.5 and float(q @ u) < 0.2
-    vector_hits = dict(hive.recall_service.arms(agent.id, query, 10, MemoryFilter())[0].vector)
+    vector_hits = dict(hive._services.recall.arms(agent.id, query, 10, MemoryFilter())[0].vector)
     assert set(vector_hits) == {agent.list_memories().memories[1].id}  # the relevant one only
-    assert hive.recall_service.defaults.similarity_floor == 0.2
+    assert hive._services.recall.defaults.similarity_floor == 0.2
 
 
 def test_lexical_feedback_steers_the_vector_arm(hive: Hive, monkeypatch) -> None:
@@ -89,7 +89,7 @@ def test_lexical_feedback_steers_the_vector_arm(hive: Hive, monkeypatch) -> None
     agent.memorize("Jon: The dance competition is in Paris next month.", category="fact")
     agent.memorize("Gina: My store opens on Saturday.", category="fact")
     query = "Where did Jon travel for his dance competition?"
-    service = hive.recall_service
+    service = hive._services.recall
     with_feedback = service.arms(agent.id, query, 10, MemoryFilter())[0]
     service.defaults = dataclasses.replace(service.defaults, feedback_weight=0.0)
     without = service.arms(agent.id, query, 10, MemoryFilter())[0]
@@ -241,7 +241,7 @@ def test_full_text_arm_is_not_crowded_out_by_other_agents_matches(table_hive: Hi
     )
     assert not any(r.duplicate for r in results)
     mine = alice.memorize("Walked to the old lighthouse on the cliffs", category="fact")
-    service = table_hive.recall_service
+    service = table_hive._services.recall
     assert service.text_arm(alice.id, "lighthouse", 4, MemoryFilter()) == [mine.memory.id]
     assert len(service.text_arm(bob.id, "lighthouse", 4, MemoryFilter())) == 4
     assert [h.memory.id for h in alice.recall("lighthouse").hits] == [mine.memory.id]

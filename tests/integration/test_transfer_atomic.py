@@ -22,8 +22,8 @@ import pytest
 
 from hivekeep import Hive, Settings
 from hivekeep.events import Event
-from hivekeep.services import transfer
 from hivekeep.services.archive import Memorized
+from hivekeep.services.transfer import importer
 from hivekeep.store.base import MemoryFilter, MemoryRecord, NewMemory, Vector
 from hivekeep.types import Category, Scope
 from tests.postgres import hive_target
@@ -60,7 +60,7 @@ def export_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with Hive(folder / "source.db", embedder=VectorTable(), settings=Settings()) as source:
         alice = source.create_agent("alice", "keeps the books")
         bob = source.create_agent("bob")
-        source.archive.memorize_many(
+        source._services.archive.memorize_many(
             [
                 NewMemory(
                     agent_id=(alice if i % 2 else bob).id,
@@ -126,7 +126,7 @@ def test_a_failure_half_way_leaves_nothing_and_announces_nothing(
     with Hive(target, embedder=VectorTable(), settings=Settings()) as hive:
         events: list[Event] = []
         hive.events.subscribe(events.append)
-        real = hive.archive.memorize_many
+        real = hive._services.archive.memorize_many
         calls = 0
 
         def failing(memories: Sequence[NewMemory], **kwargs: Any) -> list[Memorized]:
@@ -136,7 +136,7 @@ def test_a_failure_half_way_leaves_nothing_and_announces_nothing(
                 raise OSError("disk full")
             return real(memories, **kwargs)
 
-        monkeypatch.setattr(hive.archive, "memorize_many", failing)
+        monkeypatch.setattr(hive._services.archive, "memorize_many", failing)
         with pytest.raises(OSError, match="disk full"):
             hive.import_(export_file)
         assert calls == 3
@@ -176,7 +176,7 @@ def test_an_import_publishes_its_memories_once_committed(export_file: Path, targ
         assert [e.type for e in local] == ["memory:created"] * MEMORIES
         ids = {m.id for a in hive.store.list_agents() for m in _memories(hive, a.id)}
         assert {e.data["memory_id"] for e in local} == ids
-        if hive.relay is not None:  # PostgreSQL: the other process hears of every one
+        if hive._relay is not None:  # PostgreSQL: the other process hears of every one
             assert arrived.wait(60), f"{len(remote)} of {MEMORIES} events relayed"
             assert {e.data["memory_id"] for e in remote} == ids
         assert hive.import_(export_file).memories_duplicate == MEMORIES  # the same dedup rule
@@ -198,7 +198,7 @@ def test_embedding_happens_before_the_transaction(
     table = VectorTable(model_id="test:another-table")
     with Hive(tmp_path / "hive.db", embedder=table, settings=Settings()) as hive:
         order: list[str] = []
-        real_embed, real_transaction = hive.archive.embed, hive.store.transaction
+        real_embed, real_transaction = hive._services.archive.embed, hive.store.transaction
 
         def embed(memories: Sequence[NewMemory], **kwargs: Any) -> list[Vector | None]:
             order.append("embed")
@@ -208,9 +208,9 @@ def test_embedding_happens_before_the_transaction(
             order.append("transaction")
             return real_transaction()
 
-        monkeypatch.setattr(hive.archive, "embed", embed)
+        monkeypatch.setattr(hive._services.archive, "embed", embed)
         monkeypatch.setattr(hive.store, "transaction", transaction)
-        monkeypatch.setattr(transfer, "IMPORT_BATCH", 1000)
+        monkeypatch.setattr(importer, "IMPORT_BATCH", 1000)
         started = time.monotonic()
         report = hive.import_(export_file)
         assert time.monotonic() - started < 120

@@ -18,17 +18,23 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
-from hivekeep.agent import Agent
-from hivekeep.errors import HivekeepError, ValidationError
-from hivekeep.hive import Hive
-from hivekeep.providers.llm.base import TextDelta
+from hivekeep import (
+    MAX_MESSAGE_CHARS,
+    Agent,
+    ChatReply,
+    CompactionOutcome,
+    ConversationRecord,
+    Hive,
+    HivekeepError,
+    MessageRecord,
+    TextDelta,
+    ToolUse,
+    ValidationError,
+)
 from hivekeep.providers.llm.registry import create_llm
 from hivekeep.server.deps import MAX_ID, AgentDep, HiveDep
 from hivekeep.server.errors import ErrorOut, error_response, library_error
 from hivekeep.server.schemas import Body
-from hivekeep.services.chat import MAX_MESSAGE_CHARS, ChatReply, ToolUse
-from hivekeep.services.compaction import CompactionOutcome
-from hivekeep.store.conversations import ConversationRecord, MessageRecord
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +101,7 @@ MODEL_FIELDS = ("model", "compacting_model", "extraction_model")
 # helpers ----------------------------------------------------------------------------------------
 def _conversation(hive: Hive, conversation_id: int) -> tuple[Agent, ConversationRecord]:
     """The conversation and its agent (NotFound, 404, when there is none)."""
-    record = hive.store.get_conversation(conversation_id)
-    agent = hive.get_agent(record.agent_id)
+    agent = hive.conversation_agent(conversation_id)
     return agent, agent.conversation(conversation_id)
 
 
@@ -130,7 +135,7 @@ def _sse(event: str, data: Any) -> str:
 def _model_info(hive: Hive, agent: Agent) -> dict[str, Any]:
     """The model in force for the agent, or why there is none (never a key)."""
     try:
-        llm = hive.llms.chat_model(agent.id)
+        llm = agent.chat_model()
     except HivekeepError as exc:
         return {"model_id": None, "context_window": None, "llm_error": str(exc)}
     return {"model_id": llm.model_id, "context_window": llm.context_window, "llm_error": None}
@@ -271,7 +276,7 @@ def compact(conversation_id: ConversationId, hive: HiveDep) -> dict[str, Any]:
 def regenerate_profile(agent: AgentDep, hive: HiveDep) -> Any:
     """Rewrite the profile from the archive (Pinned kept). A failure answers 502 with the reason
     (the profile is then unchanged)."""
-    hive.llms.for_purpose(agent.id, "maintenance")  # no model: a clear 4xx before anything runs
+    agent.upkeep_model("maintenance")  # no model: a clear 4xx before anything runs
     outcome = agent.regenerate_profile()
     if not outcome.success:
         return error_response(
@@ -287,10 +292,10 @@ def regenerate_profile(agent: AgentDep, hive: HiveDep) -> Any:
 def hive_settings(hive: HiveDep) -> dict[str, Any]:
     """The hive's models as configured (specs and model ids only: never a key)."""
     settings = hive.settings
-    embedder = hive.embeddings.embedder
+    embedder = hive.embedder
     return {
         "llm": {
-            "configured": hive.llms.configured,
+            "configured": hive.llm_configured,
             "spec": settings.llm,
             "compacting_model": settings.compacting_model,
             "extraction_model": settings.extraction_model,
@@ -300,8 +305,8 @@ def hive_settings(hive: HiveDep) -> dict[str, Any]:
             "model_id": embedder.model_id,
             "dimension": int(embedder.dimension),
         },
-        "profile_max_tokens": hive.profiles.budget,
-        "compaction_defaults": dataclasses.asdict(hive.conversations.defaults),
+        "profile_max_tokens": hive.profile_budget,
+        "compaction_defaults": dataclasses.asdict(hive.compaction_defaults),
     }
 
 
@@ -329,7 +334,7 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
     overrides = None
     if compaction is not None:  # whole numbers where the field is one ({"max_summaries": 8.0})
         overrides = {k: int(v) if float(v).is_integer() else v for k, v in compaction.items()}
-        defaults = dataclasses.asdict(hive.conversations.defaults)
+        defaults = dataclasses.asdict(hive.compaction_defaults)
         overrides = {
             k: float(v) if isinstance(defaults.get(k), float) else v for k, v in overrides.items()
         }

@@ -18,7 +18,6 @@ from hivekeep.server.schemas import (
     NewMemoryBody,
     SimilarMemory,
 )
-from hivekeep.store.base import PERSON
 from hivekeep.types import Actor
 from hivekeep.views import memory_view, similar_view
 
@@ -95,7 +94,7 @@ def create_memory(agent: AgentDep, body: NewMemoryBody, response: Response) -> M
 @router.get("/{memory_id}", response_model_exclude_unset=True)
 def get_memory(agent: AgentDep, memory_id: MemoryId, hive: HiveDep) -> MemoryOut:
     """One memory the agent can see: its own, or another agent's shared one."""
-    return _out(memory_view(hive.store.get_memory(memory_id, agent.id), agent.id))
+    return _out(memory_view(agent.memory(memory_id), agent.id))
 
 
 @router.patch("/{memory_id}", response_model_exclude_unset=True)
@@ -118,7 +117,7 @@ def delete_memory(
     """Forget a memory this agent wrote: it goes to the trash (``POST …/restore`` undoes it).
     ``?purge=true`` erases it, or one already in the trash, for good."""
     if purge:
-        hive.history.purge_owned(agent.id, memory_id)
+        agent.purge(memory_id)
     else:
         agent.forget(memory_id, by=Actor.PERSON)
 
@@ -129,6 +128,6 @@ def forget_shared_memory(memory_id: MemoryId, hive: HiveDep, purge: Purge = Fals
     whose author was deleted (no agent owns it); it goes to the trash. ``?purge=true`` erases
     it for good. Private memories are not reached here."""
     if purge:
-        hive.history.purge_owned(PERSON, memory_id)
+        hive.purge_shared(memory_id)
     else:
         hive.forget_memory(memory_id)

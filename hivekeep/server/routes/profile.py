@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from hivekeep.agent import Agent
+from hivekeep import Agent, ProfileRecord
 from hivekeep.server.deps import AgentDep
 from hivekeep.server.errors import ErrorOut
 from hivekeep.server.schemas import ProfileOut, ProfileUpdate
-from hivekeep.store.base import ProfileRecord
 
 router = APIRouter(prefix="/agents/{agent}/profile", tags=["profile"])
 

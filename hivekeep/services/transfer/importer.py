@@ -1,0 +1,388 @@
+"""Import: a checked file written into this hive in one transaction (see the package docstring)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from hivekeep.core.text import (
+    now_timestamp,
+)
+from hivekeep.core.tokens import count_tokens
+from hivekeep.errors import ConflictError, NotFound, ValidationError
+from hivekeep.services.archive import ArchiveService
+from hivekeep.services.conversation import ConversationService
+from hivekeep.services.embedding import EmbeddingService
+from hivekeep.services.transfer.format import (
+    IMPORT_BATCH,
+    MAX_ERRORS,
+    AgentLine,
+    MemoryLine,
+    MemoryVersionInfo,
+    ProfileLine,
+    Progress,
+    TrashedLine,
+    decode_vector,
+)
+from hivekeep.services.transfer.reader import (
+    Block,
+    Item,
+    Reader,
+    check_compaction,
+    restored_conversation,
+)
+from hivekeep.store.base import (
+    PERSON,
+    Change,
+    EmbeddingSpace,
+    MemoryRecord,
+    MemoryVersion,
+    NewMemory,
+    ProfileRecord,
+    ProfileVersion,
+    Store,
+    Vector,
+)
+from hivekeep.store.conversations import (
+    AgentSettings,
+)
+from hivekeep.types import Actor, Operation
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ImportReport:
+    """What an import did; ``vectors`` says whether the file's vectors were used."""
+
+    lines: int = 0
+    agents_created: int = 0
+    agents_merged: int = 0
+    profiles_imported: int = 0
+    profiles_kept: int = 0  # an existing non-empty profile left as it was
+    memories_imported: int = 0
+    memories_duplicate: int = 0
+    vectors: Literal["reused", "re-embedded"] = "reused"
+    memories_embedded: int = 0  # imported memories embedded by this hive's model
+    memories_pending: int = 0  # imported without a vector (the embedder failed): backfilled later
+    trashed_imported: int = 0  # memories put into the trash (a file from ``export --history``)
+    trashed_skipped: int = 0  # already in the trash (same author, text and deletion time)
+    conversations_imported: int = 0
+    conversations_skipped: int = 0  # already in the hive (same agent, start time and title)
+    messages: int = 0
+    summaries: int = 0
+
+
+class Importer:
+    """Imports an export file into a hive's store (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        embeddings: EmbeddingService,
+        conversations: ConversationService,
+        archive: ArchiveService,
+        *,
+        profile_budget: int | None = None,
+    ) -> None:
+        self.store = store
+        self.embeddings = embeddings
+        self.conversations = conversations
+        self.archive = archive  # the one write path: dedup, vectors, events
+        self.profile_budget = profile_budget  # a profile over it is refused unless allowed
+
+    def validate(self, path: str | Path, *, allow_over_budget: bool = False) -> Reader:
+        """Check the whole file; raises ValidationError listing each problem by line."""
+        reader = Reader(Path(path), self.conversations)
+        reader.profile_budget = None if allow_over_budget else self.profile_budget
+        errors: list[str] = []
+        for _ in reader.items(errors):
+            pass
+        if errors:
+            more = " (and maybe more)" if len(errors) >= MAX_ERRORS else ""
+            raise ValidationError(
+                f"{path} is not a valid hivekeep export{more}; nothing was imported:\n  "
+                + "\n  ".join(errors)
+            )
+        return reader
+
+    def run(
+        self,
+        path: str | Path,
+        *,
+        replace_profiles: bool = False,
+        allow_over_budget: bool = False,
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        reader = self.validate(path, allow_over_budget=allow_over_budget)
+        assert reader.header is not None  # validate() guarantees it
+        header = reader.header.embedding
+        space = self.embeddings.space
+        reuse = header is not None and EmbeddingSpace(header.model, header.dimension) == space
+        run = _Run(self, reader, reuse, replace_profiles)
+        run.embed_all()  # before the transaction: the slow part, while nobody waits on us
+        # one transaction; its events are published only once it has committed
+        with self.archive.events.deferred(), self.store.transaction():
+            for number, item in reader.items(None):
+                run.apply(number, item)
+                if progress is not None:
+                    progress(number, reader.lines)
+            run.flush()
+        run.report.lines = reader.lines
+        return run.report
+
+
+class _Run:
+    """The writing pass of one import."""
+
+    def __init__(self, importer: Importer, reader: Reader, reuse: bool, replace: bool) -> None:
+        self.importer = importer
+        self.store = importer.store
+        self.reader = reader
+        self.reuse = reuse
+        self.replace_profiles = replace
+        embedding = reader.header.embedding if reader.header else None
+        self.dimension = embedding.dimension if embedding else 0
+        self.report = ImportReport(vectors="reused" if reuse else "re-embedded")
+        self.agents: dict[str, int] = {}  # lower-case name -> id in this hive
+        self.existing: dict[int, set[tuple[str, str]]] = {}  # agent id -> (created_at, title)
+        self.messages: dict[str, int] = {}  # message key -> new id, for memories' source_message
+        self.batch: list[tuple[int, MemoryLine]] = []  # (line number, memory)
+        self.fresh: dict[int, Vector | None] = {}  # line number -> this hive's vector (embed_all)
+
+    def apply(self, number: int, item: Item) -> None:
+        if isinstance(item, AgentLine):
+            self._agent(item)
+        elif isinstance(item, ProfileLine):
+            self._profile(item)
+        elif isinstance(item, Block):
+            self._conversation(item)
+        elif isinstance(item, TrashedLine):
+            self._trashed(number, item)
+        elif isinstance(item, MemoryLine):
+            self.batch.append((number, item))
+            if len(self.batch) >= IMPORT_BATCH:
+                self.flush()
+
+    def embed_all(self) -> None:
+        """Embed, with this hive's model, every memory whose exported vector cannot be reused.
+
+        Done before the writing pass opens its transaction, since writers elsewhere wait while
+        it is open. Holds one vector per such memory until the write (None where the embedder
+        failed: that memory is stored pending and backfilled later).
+        """
+        todo: list[tuple[int, MemoryLine]] = []
+        for number, item in self.reader.items(None):
+            if isinstance(item, MemoryLine) and not (self.reuse and item.vector):
+                todo.append((number, item))
+            if len(todo) >= IMPORT_BATCH:
+                self._embed(todo)
+                todo = []
+        self._embed(todo)
+
+    def _embed(self, lines: list[tuple[int, MemoryLine]]) -> None:
+        if not lines:
+            return
+        drafts = [  # embedding reads content and subject only
+            NewMemory(agent_id=0, content=m.content, category=m.category, subject=m.subject)
+            for _, m in lines
+        ]
+        vectors = self.importer.archive.embed(drafts)
+        for (number, _), vector in zip(lines, vectors, strict=True):
+            self.fresh[number] = vector
+
+    def _agent(self, line: AgentLine) -> None:
+        try:
+            agent = self.store.get_agent(line.name)
+        except NotFound:
+            agent = self.store.create_agent(line.name, line.role)
+            self.report.agents_created += 1
+            current = AgentSettings()
+        else:
+            self.report.agents_merged += 1
+            if not agent.role.strip() and line.role.strip():
+                agent = self.store.update_agent(agent.id, role=line.role)
+            current = self.store.get_agent_settings(agent.id)
+        self.agents[line.name.lower()] = agent.id
+        merged = AgentSettings(  # what the hive already says wins
+            model=current.model or line.settings.model,
+            compaction={**line.settings.compaction, **current.compaction},
+            compacting_model=current.compacting_model or line.settings.compacting_model,
+            extraction_model=current.extraction_model or line.settings.extraction_model,
+        )
+        if merged != current:
+            try:
+                check_compaction(merged.compaction, self.importer.conversations)
+            except ValidationError as exc:
+                log.warning("Agent %s keeps its compaction settings: %s", agent.name, exc)
+                merged = dataclasses.replace(merged, compaction=current.compaction)
+            self.store.save_agent_settings(agent.id, merged)
+
+    def _profile(self, line: ProfileLine) -> None:
+        agent_id = self.agents[line.agent.lower()]
+        current = self.store.get_profile(agent_id)
+        if line.history and current.revision == 0 and not current.text and self._history(line):
+            return
+        if not line.text.strip() or current.text == line.text:
+            return
+        if current.text.strip() and not self.replace_profiles:
+            self.report.profiles_kept += 1
+            return
+        # verbatim, even over this hive's budget: an import must not lose part of a profile
+        self.store.save_profile(
+            agent_id,
+            line.text,
+            count_tokens(line.text),
+            expected_revision=current.revision,
+            manual=True,
+            written=Change(Actor.IMPORT, Operation.IMPORT),
+        )
+        self.report.profiles_imported += 1
+
+    def _history(self, line: ProfileLine) -> bool:
+        """A profile never written takes the file's state and versions as they were; False
+        (nothing written) when it has been written after all."""
+        agent_id = self.agents[line.agent.lower()]
+        versions = [
+            ProfileVersion(
+                agent_id, v.version, v.text, v.tokens, v.changed_at, v.changed_by, v.operation
+            )
+            for v in line.history or []
+        ]
+        revision = line.revision if line.revision is not None else max(v.version for v in versions)
+        profile = ProfileRecord(
+            agent_id,
+            line.text,
+            count_tokens(line.text),
+            revision,
+            line.last_rewrite_at,
+            line.manually_edited_at,
+            line.updated_at,
+        )
+        try:
+            self.store.put_profile_history(profile, versions)
+        except ConflictError:
+            return False
+        if line.text.strip():
+            self.report.profiles_imported += 1
+        return True
+
+    def _trashed(self, number: int, line: TrashedLine) -> None:
+        vector = (
+            decode_vector(line.vector, self.dimension)
+            if self.reuse and line.vector
+            else self.fresh.pop(number, None)
+        )
+        memory_id = self.store.put_trashed_memory(
+            self._memory(line), vector, deleted_at=line.deleted_at, deleted_by=line.deleted_by
+        )
+        if memory_id is None:
+            self.report.trashed_skipped += 1
+            return
+        self.store.put_memory_versions(memory_id, _versions(memory_id, line.history or []))
+        self.report.trashed_imported += 1
+
+    def _conversation(self, block: Block) -> None:
+        agent_id = self.agents[block.conversation.agent.lower()]
+        if agent_id not in self.existing:
+            self.existing[agent_id] = {
+                (c.created_at, c.title) for c in self.store.list_conversations(agent_id)
+            }
+        identity = (block.conversation.created_at, block.conversation.title)
+        if identity in self.existing[agent_id]:
+            self.report.conversations_skipped += 1
+            return
+        restored = self.store.restore_conversation(
+            agent_id, block.restored or restored_conversation(block)
+        )
+        self.existing[agent_id].add(identity)
+        for (_, message), new_id in zip(block.messages, restored.message_ids, strict=True):
+            if message.key in self.reader.source_messages:
+                self.messages[message.key] = new_id
+        self.report.conversations_imported += 1
+        self.report.messages += len(restored.message_ids)
+        self.report.summaries += len(restored.summary_ids)
+
+    def flush(self) -> None:
+        """Write the batch through the archive's write path (dedup, events), with the export's
+        vectors where they are of this hive's model, else those ``embed_all`` made."""
+        batch, self.batch = self.batch, []
+        if not batch:
+            return
+        vectors: list[Vector | None] = [
+            decode_vector(m.vector, self.dimension)
+            if self.reuse and m.vector
+            else self.fresh.pop(number, None)
+            for number, m in batch
+        ]
+        results = self.importer.archive.memorize_many(
+            [self._memory(m) for _, m in batch], vectors=vectors
+        )
+        for (_, m), vector, result in zip(batch, vectors, results, strict=True):
+            if result.duplicate:
+                self.report.memories_duplicate += 1
+                continue
+            # the file's history as it was, or (none in the file) version 1 written by the import
+            memory = result.memory
+            versions = _versions(memory.id, m.history) if m.history else [_imported(memory)]
+            self.store.put_memory_versions(memory.id, versions)
+            self.report.memories_imported += 1
+            if vector is None:
+                self.report.memories_pending += 1
+            elif not (self.reuse and m.vector):
+                self.report.memories_embedded += 1
+
+    def _memory(self, m: MemoryLine) -> NewMemory:
+        return NewMemory(
+            agent_id=PERSON if m.author_deleted else self.agents[m.author.lower()],
+            author_name=m.author if m.author_deleted else None,
+            content=m.content,
+            category=m.category,
+            subject=m.subject,
+            importance=m.importance,
+            scope=m.scope,
+            source_context=m.source_context,
+            source=m.source,
+            source_message_id=self.messages.get(m.source_message or ""),
+            created_at=m.created_at,
+            updated_at=m.updated_at,
+            retrieval_count=m.retrieval_count,
+            last_retrieved_at=m.last_retrieved_at,
+        )
+
+
+def _versions(memory_id: int, versions: list[MemoryVersionInfo]) -> list[MemoryVersion]:
+    return [
+        MemoryVersion(
+            memory_id,
+            v.version,
+            v.content,
+            v.category,
+            v.subject,
+            v.importance,
+            v.scope,
+            v.changed_at,
+            v.changed_by,
+            v.operation,
+        )
+        for v in versions
+    ]
+
+
+def _imported(memory: MemoryRecord) -> MemoryVersion:
+    """Version 1 of a memory an import wrote: who wrote it first is not known here."""
+    return MemoryVersion(
+        memory.id,
+        1,
+        memory.content,
+        memory.category,
+        memory.subject,
+        memory.importance,
+        memory.scope,
+        now_timestamp(),
+        Actor.IMPORT,
+        Operation.CREATE,
+    )
