@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from hivekeep.core.compaction import CompactionSettings
@@ -19,11 +19,14 @@ from hivekeep.providers.base import RecallDefaults
 
 @dataclass(frozen=True)
 class Setting:
+    """One setting as ``Settings`` declares it (see ``_setting``); ``SETTINGS`` lists them all."""
+
     env: str
     field: str
     parse: Callable[[Any], Any]  # the text of an environment variable (or a tuple: lists)
     default: Any
     help: str
+    unset: str = "—"  # what a default of None means
 
 
 def _positive_int(value: str) -> int:
@@ -83,197 +86,178 @@ def _synchronous(value: str) -> str:
     return mode
 
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting(
-        "HIVEKEEP_DB",
-        "db",
-        str,
-        "./hivekeep.db",
-        "Path of the hive's SQLite file, or a postgresql:// URL.",
-    ),
-    Setting(
-        "HIVEKEEP_EMBEDDINGS",
-        "embeddings",
-        str,
-        "local",
-        "Embedding model: 'local' (bundled, offline) or provider:model, e.g. "
-        "'openai:text-embedding-3-small', 'voyage:voyage-3', 'jina:jina-embeddings-v3', "
-        "'ollama:nomic-embed-text'.",
-    ),
-    Setting(
-        "MEMORY_SIMILARITY_THRESHOLD",
-        "similarity_floor",
-        _unit_float,
-        None,
-        "Cosine similarity below which vector hits are dropped (a spam filter). Default: the "
-        "embedder's calibrated floor, else 0.5.",
-    ),
-    Setting(
-        "MEMORY_RRF_K",
-        "rrf_k",
-        _positive_int,
-        None,
-        "RRF smoothing constant K. Default: the embedder's calibrated K, else 60.",
-    ),
-    Setting(
-        "MEMORY_FTS_BOOST",
-        "fts_weight",
-        _non_negative_float,
-        None,
-        "Weight of the full-text arm in fusion; the vector arm weighs 1. Default: the "
-        "embedder's calibrated weight, else 0.5.",
-    ),
-    Setting(
-        "MEMORY_FEEDBACK_WEIGHT",
-        "feedback_weight",
-        _non_negative_float,
-        None,
-        "How far the vector query moves toward the top full-text hits before the vector search "
-        "(0 turns it off). Default: the embedder's calibrated weight, else 0.",
-    ),
-    Setting(
-        "MEMORY_SUBJECT_WEIGHT",
-        "subject_weight",
-        _non_negative_float,
-        None,
-        "Subject-aware recall: weight of a third fused list, the candidates whose subject the "
-        "query names (0 turns it off). Default: the embedder's calibrated weight, else 0.",
-    ),
-    Setting(
-        "MEMORY_DEDUP_THRESHOLD",
-        "dedup_threshold",
-        _unit_float,
-        0.90,
-        "Cosine similarity at or above which a new memory counts as a duplicate.",
-    ),
-    Setting(
-        "MEMORY_MAX_RELEVANT",
-        "recall_limit",
-        _positive_int,
-        10,
-        "Default number of results of recall (a call may ask for 1-50).",
-    ),
-    Setting(
-        "MEMORY_PROFILE_MAX_TOKENS",
-        "profile_max_tokens",
-        _positive_int,
-        1500,
-        "Token budget of each agent's profile.",
-    ),
-    Setting(
-        "MEMORY_HISTORY_LIMIT",
-        "history_limit",
-        _positive_int,
-        50,
-        "Versions kept per memory and per profile; the oldest go first.",
-    ),
-    Setting(
-        "MEMORY_TRASH_DAYS",
-        "trash_days",
-        _positive_int,
-        30,
-        "Days a forgotten memory stays in the trash, restorable, before it is purged.",
-    ),
-    Setting(
-        "HIVEKEEP_LLM",
-        "llm",
-        _spec,
-        None,
-        "The agents' chat model as provider:model, e.g. 'openai:gpt-4o-mini' (with "
-        "OPENAI_API_KEY), 'anthropic:claude-haiku-4-5' (with ANTHROPIC_API_KEY), "
-        "'ollama:llama3.1'. Needed by chat, compaction, regenerate and review_memories.",
-    ),
-    Setting(
-        "MEMORY_EXTRACTION_MODEL",
-        "extraction_model",
-        _spec,
-        None,
-        "Model of the maintenance call (archive extraction + profile rewrite) and of bootstrap "
-        "and regenerate. Default: the agent's own model.",
-    ),
-    Setting(
-        "COMPACTING_MODEL",
-        "compacting_model",
-        _spec,
-        None,
-        "Model that writes and merges summaries. Default: the agent's own model.",
-    ),
-    Setting(
-        "COMPACTING_THRESHOLD_PERCENT",
-        "compacting_threshold_percent",
-        _percent,
-        75.0,
-        "Compact when the context fills more than this share of the model's window.",
-    ),
-    Setting(
-        "COMPACTING_KEEP_PERCENT",
-        "compacting_keep_percent",
-        _percent,
-        40.0,
-        "The newest messages fitting in this share of the window stay raw after compaction.",
-    ),
-    Setting(
-        "COMPACTING_MAX_SUMMARIES",
-        "compacting_max_summaries",
-        _positive_int,
-        10,
-        "Above this many summaries in context, the oldest half merges into one [compressed].",
-    ),
-    Setting(
-        "COMPACTING_SUMMARY_BUDGET_PERCENT",
-        "compacting_summary_budget_percent",
-        _percent,
-        20.0,
-        "Summaries filling more than this share of the window also trigger the merge.",
-    ),
-    Setting(
-        "HIVEKEEP_SQLITE_SYNCHRONOUS",
-        "sqlite_synchronous",
-        _synchronous,
-        "NORMAL",
-        "SQLite's durability: NORMAL (an acknowledged write survives a process crash, the last "
-        "ones may be lost on a power loss) or FULL (survives a power loss; each commit syncs).",
-    ),
-    Setting(
-        "HIVEKEEP_ALLOWED_HOSTS",
-        "allowed_hosts",
-        _host_list,
-        (),
-        "Comma-separated public names (host or host:port) that `hivekeep serve` answers to, "
-        "besides 127.0.0.1, localhost, [::1] and --host; needs HIVEKEEP_API_TOKEN.",
-    ),
-)
-
 SEED_RECALL = RecallDefaults(
     similarity_floor=0.5, rrf_k=60, fts_weight=0.5, feedback_weight=0.0, subject_weight=0.0
 )
+_COMPACTION = CompactionSettings()  # the hive-wide compaction defaults are the core's
+_CALIBRATED = "the embedder's calibrated value"  # the default of a search setting left unset
+_AGENTS_MODEL = "the agent's model"
+
+
+def _setting(
+    env: str, parse: Callable[[Any], Any], default: Any, help: str, unset: str = "—"
+) -> Any:
+    """A ``Settings`` field: the one place a setting's variable, parser, default and doc live.
+
+    ``parse`` reads the variable's text (a tuple for lists) and holds the bounds; ``help`` is the
+    docs' sentence, also said after a bad value; ``unset`` documents a default of ``None``.
+    """
+    return field(
+        default=default,
+        metadata={"setting": {"env": env, "parse": parse, "help": help, "unset": unset}},
+    )
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Resolved configuration of one hive. Build with ``Settings.from_env()`` or directly."""
+    """Resolved configuration of one hive. Build with ``Settings.from_env()`` or directly.
 
-    db: str = "./hivekeep.db"
-    embeddings: str = "local"
-    similarity_floor: float | None = None
-    rrf_k: int | None = None
-    fts_weight: float | None = None
-    feedback_weight: float | None = None
-    subject_weight: float | None = None
-    dedup_threshold: float = 0.90
-    recall_limit: int = 10
-    profile_max_tokens: int = 1500
-    history_limit: int = 50
-    trash_days: int = 30
-    llm: str | None = None
-    extraction_model: str | None = None
-    compacting_model: str | None = None
-    compacting_threshold_percent: float = 75.0
-    compacting_keep_percent: float = 40.0
-    compacting_max_summaries: int = 10
-    compacting_summary_budget_percent: float = 20.0
-    sqlite_synchronous: str = "NORMAL"
-    allowed_hosts: tuple[str, ...] = ()
+    Each field declares its environment variable, bounds, default and doc (``SETTINGS`` lists
+    them; the README's configuration table is generated from them by ``settings_table``).
+    """
+
+    db: str = _setting(
+        "HIVEKEEP_DB",
+        str,
+        "./hivekeep.db",
+        "Path of the hive's SQLite file, or a `postgresql://` URL (see "
+        "[docs/storage.md](docs/storage.md#postgresql)).",
+    )
+    embeddings: str = _setting(
+        "HIVEKEEP_EMBEDDINGS",
+        str,
+        "local",
+        "Embedding model: `local` (bundled, offline) or `provider:model`: "
+        "`openai:text-embedding-3-small`, `voyage:voyage-3`, `jina:jina-embeddings-v3`, "
+        "`ollama:nomic-embed-text`.",
+    )
+    similarity_floor: float | None = _setting(
+        "MEMORY_SIMILARITY_THRESHOLD",
+        _unit_float,
+        None,
+        "Cosine similarity below which vector hits are dropped — a spam filter, not a relevance "
+        "gate.",
+        _CALIBRATED,
+    )
+    rrf_k: int | None = _setting(
+        "MEMORY_RRF_K", _positive_int, None, "RRF smoothing constant K.", _CALIBRATED
+    )
+    fts_weight: float | None = _setting(
+        "MEMORY_FTS_BOOST",
+        _non_negative_float,
+        None,
+        "Weight of the full-text arm in fusion (the vector arm weighs 1).",
+        _CALIBRATED,
+    )
+    feedback_weight: float | None = _setting(
+        "MEMORY_FEEDBACK_WEIGHT",
+        _non_negative_float,
+        None,
+        "Lexical feedback: how far the vector query moves toward the top 3 full-text hits before "
+        "the vector search (0 turns it off).",
+        _CALIBRATED,
+    )
+    subject_weight: float | None = _setting(
+        "MEMORY_SUBJECT_WEIGHT",
+        _non_negative_float,
+        None,
+        'Subject-aware recall: when the query names the subject of candidate memories ("What did '
+        'Ann buy?" names `Ann` and `Ann Lee`), those memories are fused as a third list with '
+        "this weight, a bonus of at most weight / (K + 1) (0 turns it off).",
+        _CALIBRATED,
+    )
+    dedup_threshold: float = _setting(
+        "MEMORY_DEDUP_THRESHOLD",
+        _unit_float,
+        0.90,
+        "Cosine similarity at or above which a new memory is a duplicate of a visible one.",
+    )
+    recall_limit: int = _setting(
+        "MEMORY_MAX_RELEVANT",
+        _positive_int,
+        10,
+        "Default number of `recall` results (a call may ask for 1-50).",
+    )
+    profile_max_tokens: int = _setting(
+        "MEMORY_PROFILE_MAX_TOKENS", _positive_int, 1500, "Token budget of each agent's profile."
+    )
+    history_limit: int = _setting(
+        "MEMORY_HISTORY_LIMIT",
+        _positive_int,
+        50,
+        "Versions kept per memory and per profile; the oldest go first.",
+    )
+    trash_days: int = _setting(
+        "MEMORY_TRASH_DAYS",
+        _positive_int,
+        30,
+        "Days a forgotten memory stays in the trash, restorable, before it is purged.",
+    )
+    llm: str | None = _setting(
+        "HIVEKEEP_LLM",
+        _spec,
+        None,
+        "The agents' chat model, `provider:model`: `openai:gpt-4o-mini` (+ `OPENAI_API_KEY`), "
+        "`anthropic:claude-haiku-4-5` (+ `ANTHROPIC_API_KEY`), `ollama:llama3.1`, "
+        "`openrouter:…`, `groq:…`, `vllm:…`, `lmstudio:…`. Needed by chat, compaction, "
+        "regenerate and `review_memories`; the other tools work without it.",
+    )
+    extraction_model: str | None = _setting(
+        "MEMORY_EXTRACTION_MODEL",
+        _spec,
+        None,
+        "Model of the maintenance call (archive extraction + profile rewrite), bootstrap and "
+        "regenerate.",
+        _AGENTS_MODEL,
+    )
+    compacting_model: str | None = _setting(
+        "COMPACTING_MODEL",
+        _spec,
+        None,
+        "Model that writes and merges summaries.",
+        _AGENTS_MODEL,
+    )
+    compacting_threshold_percent: float = _setting(
+        "COMPACTING_THRESHOLD_PERCENT",
+        _percent,
+        _COMPACTION.threshold_percent,
+        "Compact when the context fills more than this share of the model's window.",
+    )
+    compacting_keep_percent: float = _setting(
+        "COMPACTING_KEEP_PERCENT",
+        _percent,
+        _COMPACTION.keep_percent,
+        "The newest messages fitting in this share of the window stay raw.",
+    )
+    compacting_max_summaries: int = _setting(
+        "COMPACTING_MAX_SUMMARIES",
+        _positive_int,
+        _COMPACTION.max_summaries,
+        "Above this many summaries in context, the oldest half merges into one `[compressed]` "
+        "summary.",
+    )
+    compacting_summary_budget_percent: float = _setting(
+        "COMPACTING_SUMMARY_BUDGET_PERCENT",
+        _percent,
+        _COMPACTION.summary_budget_percent,
+        "Summaries filling more than this share of the window merge too.",
+    )
+    sqlite_synchronous: str = _setting(
+        "HIVEKEEP_SQLITE_SYNCHRONOUS",
+        _synchronous,
+        "NORMAL",
+        "SQLite durability: `NORMAL` (an acknowledged write survives a process crash; the last "
+        "ones may be lost on a power loss) or `FULL` (survives a power loss too, slower writes). "
+        "See [docs/guarantees.md](docs/guarantees.md"
+        "#durability-an-acknowledged-write-survives-a-crash).",
+    )
+    allowed_hosts: tuple[str, ...] = _setting(
+        "HIVEKEEP_ALLOWED_HOSTS",
+        _host_list,
+        (),
+        "Comma-separated public names (`host` or `host:port`) that `hivekeep serve` answers to "
+        "besides 127.0.0.1, localhost, [::1] and `--host`; needs `HIVEKEEP_API_TOKEN`.",
+    )
 
     def __post_init__(self) -> None:
         for setting in SETTINGS:  # built in Python or from the environment: the same rules
@@ -353,3 +337,68 @@ class Settings:
             pick("feedback_weight"),
             pick("subject_weight"),
         )
+
+
+SETTINGS: tuple[Setting, ...] = tuple(
+    Setting(field=f.name, default=f.default, **f.metadata["setting"]) for f in fields(Settings)
+)
+
+
+@dataclass(frozen=True)
+class Variable:
+    """An environment variable read outside ``Settings``: by ``hivekeep serve`` or a provider."""
+
+    env: str
+    default: str | int | None  # None: unset
+    help: str
+
+
+API_TOKEN = Variable(
+    "HIVEKEEP_API_TOKEN",
+    None,
+    "Bearer token of `hivekeep serve`: required to listen beyond 127.0.0.1; when set, every "
+    "`/api` route but `/api/health` needs `Authorization: Bearer <token>`.",
+)
+SERVE_HOST = Variable(
+    "HIVEKEEP_HOST", "127.0.0.1", "Where `hivekeep serve` listens (same as `--host`)."
+)
+SERVE_PORT = Variable("HIVEKEEP_PORT", 8765, "The port of `hivekeep serve` (same as `--port`).")
+VARIABLES: tuple[Variable, ...] = (
+    API_TOKEN,
+    SERVE_HOST,
+    SERVE_PORT,
+    Variable("OPENAI_API_KEY", None, "Key of `openai:` embeddings (and chat models)."),
+    Variable(
+        "OPENAI_BASE_URL",
+        None,
+        "Base URL of `openai:` embeddings and chat models, for OpenAI-compatible servers.",
+    ),
+    Variable("VOYAGE_API_KEY", None, "Key of `voyage:` embeddings."),
+    Variable("JINA_API_KEY", None, "Key of `jina:` embeddings."),
+    Variable("OLLAMA_HOST", "http://localhost:11434", "Server of `ollama:` embeddings."),
+)
+
+
+def settings_table() -> str:
+    """The README's table of environment variables, generated from ``SETTINGS`` and ``VARIABLES``.
+
+    tests/test_docs.py checks that the README holds exactly this; print it to update the README.
+    """
+    from hivekeep.providers.embeddings.local import LocalEmbedder  # its calibrated defaults
+
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for setting in SETTINGS:
+        default = setting.unset if setting.default is None else _shown(setting.default)
+        if setting.unset == _CALIBRATED:
+            bundled = getattr(LocalEmbedder.recall_defaults, setting.field)
+            seed = getattr(SEED_RECALL, setting.field)
+            default += f" (bundled model: {_shown(bundled)}), else {_shown(seed)}"
+        rows.append(f"| `{setting.env}` | {default} | {setting.help} |")
+    rows.extend(f"| `{v.env}` | {_shown(v.default)} | {v.help} |" for v in VARIABLES)
+    return "\n".join(rows) + "\n"
+
+
+def _shown(value: object) -> str:
+    if value is None or value == ():
+        return "—"
+    return f"`{value:g}`" if isinstance(value, float) else f"`{value}`"

@@ -7,14 +7,17 @@ from pathlib import Path
 import click
 
 from hivekeep.cli import cli
-from hivekeep.config import SETTINGS
+from hivekeep.config import SETTINGS, settings_table
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
 
 
-def test_every_setting_is_in_the_configuration_table() -> None:
-    for setting in SETTINGS:
-        assert f"| `{setting.env}` |" in README, setting.env
+def test_the_configuration_table_is_the_one_config_generates() -> None:
+    start = README.index("| variable | default | meaning |")
+    table = README[start : README.index("\n\n", start) + 1]
+    expected = settings_table()
+    assert table == expected, f"Paste this into the README's configuration table:\n{expected}"
+    assert all(f"| `{setting.env}` |" in table for setting in SETTINGS)
 
 
 def test_every_cli_command_is_in_the_readme() -> None:

@@ -14,8 +14,9 @@ import socket
 import click
 
 from hivekeep.cli import db_option, open_hive
+from hivekeep.config import API_TOKEN, SERVE_HOST, SERVE_PORT
 
-TOKEN_ENV = "HIVEKEEP_API_TOKEN"
+TOKEN_ENV = API_TOKEN.env
 
 
 def is_loopback(host: str) -> bool:
@@ -56,16 +57,16 @@ def _url(host: str, port: int) -> str:
 @click.command()
 @click.option(
     "--host",
-    default="127.0.0.1",
-    envvar="HIVEKEEP_HOST",
+    default=SERVE_HOST.default,
+    envvar=SERVE_HOST.env,
     show_default=True,
     show_envvar=True,
     help="Address to listen on.",
 )
 @click.option(
     "--port",
-    default=8765,
-    envvar="HIVEKEEP_PORT",
+    default=SERVE_PORT.default,
+    envvar=SERVE_PORT.env,
     show_default=True,
     show_envvar=True,
     type=click.IntRange(0, 65535),
