@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
 
-from hivekeep import Agent, ValidationError
-
-if TYPE_CHECKING:
-    from hivekeep.store.base import MemoryRecord
+from hivekeep import Agent, MemoryRecord, ValidationError
 
 PAGE = 200  # list_memories' largest page
 MAX_NAME_CHARS = 200
 
-Unnamed = Callable[["MemoryRecord"], str]
+Unnamed = Callable[[MemoryRecord], str]
 
 
 def own_memories(

@@ -16,28 +16,27 @@ errors (``ToolError``), with the message that says what to do.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from hivekeep.integrations import needs_extra
 
-from anthropic.lib.tools import BetaAbstractMemoryTool, BetaFunctionToolResultType, ToolError
-from anthropic.types.beta import (
-    BetaCacheControlEphemeralParam,
-    BetaMemoryTool20250818Command,
-    BetaMemoryTool20250818CreateCommand,
-    BetaMemoryTool20250818DeleteCommand,
-    BetaMemoryTool20250818InsertCommand,
-    BetaMemoryTool20250818RenameCommand,
-    BetaMemoryTool20250818StrReplaceCommand,
-    BetaMemoryTool20250818ViewCommand,
-)
+try:
+    from anthropic.lib.tools import BetaAbstractMemoryTool, BetaFunctionToolResultType, ToolError
+    from anthropic.types.beta import (
+        BetaCacheControlEphemeralParam,
+        BetaMemoryTool20250818Command,
+        BetaMemoryTool20250818CreateCommand,
+        BetaMemoryTool20250818DeleteCommand,
+        BetaMemoryTool20250818InsertCommand,
+        BetaMemoryTool20250818RenameCommand,
+        BetaMemoryTool20250818StrReplaceCommand,
+        BetaMemoryTool20250818ViewCommand,
+    )
+except ImportError as exc:  # the extra is not installed, or too old
+    raise needs_extra("anthropic-memory", exc) from exc
 
-from hivekeep import Agent, HivekeepError
+from hivekeep import Actor, Agent, HivekeepError, MemoryRecord
 from hivekeep.core import profile as profile_doc
 from hivekeep.core.tokens import count_tokens
 from hivekeep.integrations._named import find_named, name_of, own_memories, with_name
-from hivekeep.types import Actor
-
-if TYPE_CHECKING:
-    from hivekeep.store.base import MemoryRecord
 
 __all__ = ["HivekeepMemoryTool"]
 

@@ -18,27 +18,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    InvalidNamespaceError,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-)
+from hivekeep.integrations import needs_extra
 
-from hivekeep import Agent, Category, Hive, NotFound, ValidationError
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+    )
+except ImportError as exc:  # the extra is not installed, or too old
+    raise needs_extra("langgraph", exc) from exc
+
+from hivekeep import Agent, Category, Hive, MemoryRecord, NotFound, ValidationError
 from hivekeep.integrations._named import find_named, name_of, own_memories, split_name, with_name
-
-if TYPE_CHECKING:
-    from hivekeep.store.base import MemoryRecord
 
 __all__ = ["HivekeepStore"]
 

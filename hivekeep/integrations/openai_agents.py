@@ -19,12 +19,17 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from agents import FunctionTool, RunContextWrapper, Tool
-from agents.items import TResponseInputItem
-from agents.memory import SessionABC, SessionSettings
+from hivekeep.integrations import needs_extra
 
-from hivekeep import Agent, ValidationError, tool_schemas
-from hivekeep.core.messages import Message, ToolCall, parse_tool_arguments
+try:
+    from agents import FunctionTool, RunContextWrapper, Tool
+    from agents.items import TResponseInputItem
+    from agents.memory import SessionABC, SessionSettings
+except ImportError as exc:  # the extra is not installed, or too old
+    raise needs_extra("openai-agents", exc) from exc
+
+from hivekeep import Agent, Message, ToolCall, ValidationError, tool_schemas
+from hivekeep.core.messages import parse_tool_arguments
 
 __all__ = ["HivekeepSession", "memory_tools"]
 
