@@ -20,6 +20,8 @@ from playwright.sync_api import Browser, Page, Request, Route, expect
 from tests.integration.scripted_server import DEFAULT_SCRIPT, start_scripted_server
 from tests.integration.server_support import START_TIMEOUT_S, Server, free_port
 
+pytestmark = pytest.mark.slow
+
 TIMEOUT_MS = 15_000
 LOCAL = ("127.0.0.1", "localhost")
 SERVE = (sys.executable, "-m", "hivekeep", "serve")

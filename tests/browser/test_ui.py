@@ -17,6 +17,8 @@ from playwright.sync_api import Browser, Page, expect
 from tests.integration.scripted_server import DEFAULT_SCRIPT, start_scripted_server
 from tests.integration.server_support import Server
 
+pytestmark = pytest.mark.slow
+
 ARTIFACTS = Path(
     os.environ.get("HIVEKEEP_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts")
 )

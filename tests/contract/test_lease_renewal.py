@@ -61,6 +61,7 @@ def backend(store: Store, request: pytest.FixtureRequest) -> Store:
     return store
 
 
+@pytest.mark.slow
 def test_a_working_holder_keeps_its_lease_and_a_dead_ones_expires(backend: Store) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, _target(backend), "agent:1:memory", str(TTL)],

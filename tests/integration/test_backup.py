@@ -31,6 +31,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_backup_while_another_process_writes_is_consistent_and_restorable(
     tmp_path: Path, local_embedder: LocalEmbedder
 ) -> None:

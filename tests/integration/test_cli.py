@@ -195,6 +195,7 @@ def test_json_before_a_subcommand_is_a_usage_error(hk: Hivekeep) -> None:
 # -- memorize and recall -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_memorize_then_recall(hka: Hivekeep) -> None:
     saved = hka("memorize --agent assistant --category fact --subject user --importance 7", LISBON)
     assert saved.stdout == "Saved memory 1.\n"
@@ -380,6 +381,7 @@ def test_reembed_stopped_by_a_provider_failure_says_what_is_pending(
 # -- the installed command ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_console_script_and_python_m(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV}
 

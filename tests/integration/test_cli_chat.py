@@ -33,6 +33,8 @@ from hivekeep.store.leases import AgentLease
 from hivekeep.types import Source
 from tests.wire_servers import Received, Reply, WireServer, openai_reply, openai_stream
 
+pytestmark = pytest.mark.slow
+
 SUMMARY = "On 2024-05-01 Grace introduced herself and said she moved to Lisbon."
 NEW_PROFILE = "## People\n- Grace lives in Lisbon."
 MAINTENANCE = (

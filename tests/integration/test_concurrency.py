@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_processes_and_threads_share_one_hive_without_errors_or_lost_writes(
     tmp_path: Path,
 ) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
@@ -60,6 +61,7 @@ def test_everyday_changed_facts_are_all_kept(hive: Hive) -> None:
     assert agent.list_memories(limit=50).total == 2 * len(pairs)
 
 
+@pytest.mark.slow
 def test_structured_facts_in_bulk_are_all_kept(hive: Hive) -> None:
     """The issue's probes: templated notes that differ only by a number or a code."""
     agent = hive.create_agent("alice")

@@ -52,6 +52,7 @@ def _check_visible(
             assert memory["shared_by"] == owner
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(operation, min_size=1, max_size=40))
@@ -183,6 +184,7 @@ def check_near_duplicate_beyond_global_top3(db: Path | str, per_other: int) -> N
         assert others[0].memorize("Fresh fact for other0", category="fact").duplicate is False
 
 
+@pytest.mark.slow
 def test_own_best_match_survives_20_agents_of_500_memories(db_path: Path) -> None:
     check_own_best_match(db_path, per_agent=500, chosen=123)
 

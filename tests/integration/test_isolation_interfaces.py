@@ -306,6 +306,7 @@ def test_web_ui(server: Server, hive_ab: dict[str, Any]) -> None:
     assert b_state(ui, ids) == before
 
 
+@pytest.mark.slow
 def test_web_ui_with_a_token_serves_its_files_but_no_data_without_it(tmp_path: Path) -> None:
     token = f"tok-{secrets.token_hex(16)}"
     secured = start_server(tmp_path / "hive.db", tmp_path / "serve.log", token=token)

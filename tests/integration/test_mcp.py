@@ -193,6 +193,7 @@ def wait_for_port(port: int, server: subprocess.Popen[bytes], log: Path) -> None
     pytest.fail(f"hivekeep mcp --http did not listen on {port}:\n{log.read_text()}")
 
 
+@pytest.mark.slow
 def test_streamable_http_lists_tools_and_calls_one(db: Path, tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "server.log"

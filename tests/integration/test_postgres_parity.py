@@ -45,10 +45,12 @@ def db_path() -> Iterator[str]:
 
 
 # isolation at scale -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_own_best_match_survives_20_agents_of_100_memories(db_path: str) -> None:
     check_own_best_match(db_path, per_agent=100, chosen=23)
 
 
+@pytest.mark.slow
 def test_near_duplicate_beyond_global_top3_is_detected(db_path: str) -> None:
     check_near_duplicate_beyond_global_top3(db_path, per_other=100)
 
@@ -239,6 +241,7 @@ def test_recall_finds_the_same_best_memory_on_both_backends(
     assert tops["sqlite"] == tops["postgres"]
 
 
+@pytest.mark.slow
 def test_vector_search_matches_exact_search_on_a_larger_hive() -> None:
     """HNSW is approximate: on 1,200 vectors of four agents, each agent's top 10 by pgvector
     agrees with exact search (numpy) on at least 95 % of the places."""

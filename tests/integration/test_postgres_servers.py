@@ -27,6 +27,8 @@ from tests.integration.scripted_server import start_scripted_server
 from tests.integration.server_support import SSE, Server, read_sse
 from tests.postgres import postgres_url
 
+pytestmark = pytest.mark.slow
+
 FOLD_DELAY_S = 2.0  # the first compaction is still folding when the second one is asked for
 AGENTS = ("Ada", "Bea", "Cy")
 WAIT_S = 30.0

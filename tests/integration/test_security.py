@@ -237,6 +237,7 @@ def leaky_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+@pytest.mark.slow
 def test_secrets_never_appear_in_answers_pages_logs_or_exports(
     tmp_path: Path, leaky_env: None
 ) -> None:

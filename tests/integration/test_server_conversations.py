@@ -249,6 +249,7 @@ def test_settings_show_models_and_validate_changes(api: httpx.Client) -> None:
     assert cleared["effective"]["threshold_percent"] == 75.0
 
 
+@pytest.mark.slow
 def test_without_a_model_the_errors_say_what_to_set(tmp_path: Path) -> None:
     plain = start_server(tmp_path / "hive.db", tmp_path / "serve.log")
     try:

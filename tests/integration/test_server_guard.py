@@ -97,6 +97,7 @@ def test_split_host() -> None:
     assert split_host("::1") == ("::1", None)
 
 
+@pytest.mark.slow
 def test_a_real_server_refuses_a_rebound_host(tmp_path: Path) -> None:
     server = start_server(tmp_path / "hive.db", tmp_path / "serve.log")
     try:

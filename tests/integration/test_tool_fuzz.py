@@ -73,6 +73,7 @@ def check(result: Any) -> None:
         assert isinstance(result["error"], str) and len(result["error"]) > 10
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(NAMES), args=arguments)
 def test_any_arguments_give_a_json_object(agent: Agent, name: str, args: dict[str, Any]) -> None:

@@ -199,6 +199,7 @@ def records(draw: st.DrawFn) -> dict[str, Any] | str:
     return record
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150,
     deadline=None,

@@ -28,6 +28,8 @@ from hivekeep.store.conversations import NewMessage
 from tests.postgres import hive_target
 from tests.support import VectorTable
 
+pytestmark = pytest.mark.slow
+
 NAMES = ("ann", "ben", "cat")
 DELETED = "dee"
 WORDS = ("tea", "Lisbon", "invoice", "standup", "piano", "garden", "flight", "budget", "owl")

@@ -222,6 +222,7 @@ def histories(draw: st.DrawFn) -> list[Unit]:
     return units
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     units=histories(),
