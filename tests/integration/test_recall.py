@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hivekeep import Hive, Settings
+from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.store.base import MemoryFilter
 from tests.support import VectorTable, random_unit, with_cosine
 
@@ -33,7 +35,9 @@ def test_default_floor_keeps_cosine_06_and_drops_04(
     assert found == ["memory sixty"]
 
 
-def test_floor_is_configurable(db_path, table: VectorTable, query_vector: np.ndarray) -> None:
+def test_floor_is_configurable(
+    db_path: Path | str, table: VectorTable, query_vector: np.ndarray
+) -> None:
     with Hive(db_path, embedder=table, settings=Settings(similarity_floor=0.3)) as hive:
         agent = hive.create_agent("alice")
         table.set("memory forty", with_cosine(query_vector, 0.4, "four"))
@@ -41,7 +45,9 @@ def test_floor_is_configurable(db_path, table: VectorTable, query_vector: np.nda
         assert agent.recall(QUERY).hits[0].memory.content == "memory forty"
 
 
-def test_floor_with_the_real_model_uses_true_cosine(db_path, local_embedder) -> None:
+def test_floor_with_the_real_model_uses_true_cosine(
+    db_path: Path | str, local_embedder: LocalEmbedder
+) -> None:
     hive = Hive(db_path, embedder=local_embedder, settings=Settings(similarity_floor=0.5))
     agent = hive.create_agent("alice")
     query = "What does the user like to drink in the morning?"
@@ -59,7 +65,7 @@ def test_floor_with_the_real_model_uses_true_cosine(db_path, local_embedder) -> 
 
 
 def test_bundled_floor_keeps_a_relevant_pair_the_seed_floor_dropped(
-    hive: Hive, local_embedder
+    hive: Hive, local_embedder: LocalEmbedder
 ) -> None:
     """Regression: MiniLM scores true evidence lower than big models; 0.5 dropped it."""
     agent = hive.create_agent("alice")
@@ -75,7 +81,9 @@ def test_bundled_floor_keeps_a_relevant_pair_the_seed_floor_dropped(
     assert hive._services.recall.defaults.similarity_floor == 0.2
 
 
-def test_lexical_feedback_steers_the_vector_arm(hive: Hive, monkeypatch) -> None:
+def test_lexical_feedback_steers_the_vector_arm(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
     searched: list[np.ndarray] = []
     search = hive.store.vector_search
 
@@ -118,7 +126,9 @@ def test_and_matches_rank_before_or_fill(table_hive: Hive) -> None:
     assert set(contents[1:]) == {"The red wine was excellent", "A bicycle shop opened downtown"}
 
 
-def test_hybrid_fuses_both_arms(table_hive: Hive, table: VectorTable, query_vector) -> None:
+def test_hybrid_fuses_both_arms(
+    table_hive: Hive, table: VectorTable, query_vector: np.ndarray
+) -> None:
     agent = table_hive.create_agent("alice")
     table.set("They chose Porto for the offsite city", with_cosine(query_vector, 0.9, "p"))
     table.set("Lunch was pasta", with_cosine(query_vector, 0.55, "l"))
@@ -129,7 +139,9 @@ def test_hybrid_fuses_both_arms(table_hive: Hive, table: VectorTable, query_vect
     assert hits[0].score > hits[1].score
 
 
-def test_filters_apply_to_both_arms(table_hive: Hive, table: VectorTable, query_vector) -> None:
+def test_filters_apply_to_both_arms(
+    table_hive: Hive, table: VectorTable, query_vector: np.ndarray
+) -> None:
     agent = table_hive.create_agent("alice")
     table.set("city decision for Porto", with_cosine(query_vector, 0.95, "x"))
     table.set("city fact about Lisbon", with_cosine(query_vector, 0.9, "y"))
@@ -249,7 +261,7 @@ def test_full_text_arm_is_not_crowded_out_by_other_agents_matches(table_hive: Hi
 
 @pytest.mark.parametrize("fts_weight", [0.0, 0.25, 3.0])
 def test_the_full_text_weight_setting_is_the_weight_fusion_uses(
-    db_path, table: VectorTable, query_vector: np.ndarray, fts_weight: float
+    db_path: Path | str, table: VectorTable, query_vector: np.ndarray, fts_weight: float
 ) -> None:
     """A hard-coded weight in recall (e.g. the bundled model's 1.0) must fail here."""
     settings = Settings(fts_weight=fts_weight, rrf_k=10, similarity_floor=0.3)
@@ -268,7 +280,7 @@ def test_the_full_text_weight_setting_is_the_weight_fusion_uses(
 
 @pytest.mark.parametrize("subject_weight", [0.5, 3.0])
 def test_memories_about_the_subject_a_query_names_gain_a_bounded_bonus(
-    db_path, table: VectorTable, subject_weight: float
+    db_path: Path | str, table: VectorTable, subject_weight: float
 ) -> None:
     """Subject-aware recall: the named subject's memories gain weight / (K + 1) at most."""
     query = "what did Ann's friend give"
@@ -297,7 +309,7 @@ def test_memories_about_the_subject_a_query_names_gain_a_bounded_bonus(
 
 
 def test_subject_aware_recall_is_off_with_a_zero_weight_and_on_for_the_bundled_model(
-    local_embedder,
+    local_embedder: LocalEmbedder,
 ) -> None:
     assert Settings().recall_defaults(None).subject_weight == 0.0  # the seed: off
     resolved = Settings().recall_defaults(local_embedder.recall_defaults)
