@@ -19,7 +19,7 @@ from agents import OpenAIChatCompletionsModel, Runner, set_tracing_disabled
 from agents.items import TResponseInputItem
 from openai import AsyncOpenAI
 
-from hivekeep import Agent, Hive, Settings, ValidationError
+from hivekeep import Agent, Hive, Settings, ValidationError, tool_schemas
 from hivekeep.core.context import SUMMARIES_HEADING
 from hivekeep.integrations.openai_agents import HivekeepSession, memory_tools
 from hivekeep.providers.embeddings.local import LocalEmbedder
@@ -62,15 +62,8 @@ def test_the_runner_calls_memory_tools_that_act_on_the_hive(server: WireServer, 
     assert result.final_output == "Noted."
     assert agent.recall("what tea?").hits[0].memory.content == "Ann drinks oolong tea"
     offered = {tool["function"]["name"] for tool in server.requests[0].body["tools"]}
-    assert offered == {
-        "recall",
-        "memorize",
-        "edit_profile",
-        "update_memory",
-        "forget",
-        "list_memories",
-        "review_memories",
-    }
+    assert offered == {schema["function"]["name"] for schema in tool_schemas("openai")}
+    assert len(offered) == 7
     tool_message = server.requests[1].body["messages"][-1]
     assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_1"
     assert json.loads(tool_message["content"])["duplicate"] is False
