@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from hivekeep.core.messages import Message
 from hivekeep.providers.llm.base import (
     CallSite,
     Completion,
-    Message,
     StreamEvent,
     TextDelta,
     UsageLog,

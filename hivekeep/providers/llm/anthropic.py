@@ -26,16 +26,8 @@ import anthropic
 from anthropic.types import Message as AnthropicMessage
 from anthropic.types import TextBlock, ToolUseBlock
 
-from hivekeep.providers.llm.base import (
-    RAW_ARGUMENTS_KEY,
-    CallSite,
-    Completion,
-    Message,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
-    Usage,
-)
+from hivekeep.core.messages import RAW_ARGUMENTS_KEY, Message, ToolCall
+from hivekeep.providers.llm.base import CallSite, Completion, StreamEvent, TextDelta, Usage
 from hivekeep.providers.llm.calls import LLMCall
 from hivekeep.providers.llm.sdk import ClientOptions, Endpoint, SDKChatLLM, SDKErrors
 

@@ -17,14 +17,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from hivekeep.providers.llm.base import (
-    CallSite,
-    Completion,
-    Message,
-    StreamEvent,
-    UsageLog,
-    check_call_site,
-)
+from hivekeep.core.messages import Message
+from hivekeep.providers.llm.base import CallSite, Completion, StreamEvent, UsageLog, check_call_site
 
 logger = logging.getLogger(__name__)
 

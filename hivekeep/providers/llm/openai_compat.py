@@ -31,17 +31,9 @@ from typing import Any, ClassVar, Unpack
 
 import openai
 
+from hivekeep.core.messages import Message, ToolCall, parse_tool_arguments
 from hivekeep.errors import ValidationError
-from hivekeep.providers.llm.base import (
-    Completion,
-    Message,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
-    Usage,
-    estimate_usage,
-    parse_tool_arguments,
-)
+from hivekeep.providers.llm.base import Completion, StreamEvent, TextDelta, Usage, estimate_usage
 from hivekeep.providers.llm.calls import LLMCall
 from hivekeep.providers.llm.context_windows import known_context_window
 from hivekeep.providers.llm.sdk import ClientOptions, Endpoint, SDKChatLLM, SDKErrors

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import ClassVar, NamedTuple, Self, TypedDict
 
+from hivekeep.core.messages import Message
 from hivekeep.errors import ProviderError, ValidationError
-from hivekeep.providers.llm.base import Message, UsageLog
+from hivekeep.providers.llm.base import UsageLog
 from hivekeep.providers.llm.calls import ChatLLM, LLMCall
 from hivekeep.providers.llm.context_windows import context_window_for
 
