@@ -211,7 +211,16 @@ HIVES = ((1, "one"), (10, "ten"))
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident set so far (Linux reports KiB)."""
+    """This process's peak resident set so far, in MB.
+
+    VmHWM where Linux has it: ``ru_maxrss`` survives ``exec``, so a child started by a big parent
+    reports the parent's peak.
+    """
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -12,7 +12,6 @@ audience's rows gathered: ``--old``); tracemalloc's peak of Python allocations d
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.experiments.corpus_cache import built_hive, corpus_and_embedder
+from bench.scale import peak_rss_mb
 from hivekeep.store import vector_cache
 from hivekeep.store.base import MemoryFilter
 from hivekeep.store.sqlite import SQLiteStore
@@ -32,7 +32,7 @@ from hivekeep.types import Scope
 
 
 def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return peak_rss_mb()
 
 
 def old_load_all(self: Any, conn: Any, dimension: int) -> None:
@@ -97,7 +97,7 @@ def main() -> None:
     print(f"{args.size:,} vectors, {args.agents} agent(s): {raw:,.0f} MB raw\n")
     print("| loader | RSS after open MB | peak RSS after load MB | load s | traced peak MB |")
     print("|---|---:|---:|---:|---:|")
-    for old in (True, False):
+    for old in (True, False, True, False):
         command = [sys.executable, __file__, "--child", str(path), *(["--old"] if old else [])]
         subprocess.run(command, check=True)
 
