@@ -6,9 +6,12 @@ returns are done once, by hivekeep, around it (see ``services/embedding.py``).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias
+
+from hivekeep.errors import ValidationError
 
 if TYPE_CHECKING:  # numpy loads with the store, not with the settings and protocols
     import numpy as np
@@ -50,3 +53,37 @@ class Embedder(Protocol):
     def dimension(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+
+class Remote(ABC):
+    """What a provider reached over HTTP shares: its repr, and ``with`` closing its connections."""
+
+    model: str
+    base_url: str
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the provider's connections."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def check_client_limits(timeout: float, max_retries: int, **optional: int | None) -> None:
+    """A remote client's ``timeout`` and ``max_retries``, and counts where ``None`` is the default.
+
+    Raises ``ValidationError`` naming the bad value and what to pass instead.
+    """
+    if not timeout > 0:
+        raise ValidationError(f"timeout={timeout} is not a positive number of seconds.")
+    if max_retries < 0:
+        raise ValidationError(f"max_retries={max_retries} is negative; pass 0 to never retry.")
+    for name, value in optional.items():
+        if value is not None and value < 1:
+            raise ValidationError(f"{name}={value} is not positive; pass None for the default.")

@@ -20,12 +20,12 @@ import os
 import random
 import time
 from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 import httpx
 
 from hivekeep.errors import ProviderError, ValidationError
+from hivekeep.providers.base import Remote, check_client_limits
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def parse_indexed_data(payload: Any) -> list[Any]:
     return [vector for _, vector in items]
 
 
-class HTTPEmbedder:
+class HTTPEmbedder(Remote):
     """Base of the hosted embedders; subclasses set the class attributes and maybe two hooks.
 
     A subclass defines ``provider`` (the registry name), ``display_name``, ``endpoint`` (path under
@@ -118,9 +118,6 @@ class HTTPEmbedder:
             base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
         )
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
-
     @property
     def model_id(self) -> str:
         return f"{self.provider}:{self.model}"
@@ -144,17 +141,6 @@ class HTTPEmbedder:
 
     def close(self) -> None:
         self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- hooks a provider may override -----------------------------------------------------
 
@@ -297,14 +283,7 @@ def _check_settings(
         )
     if dimension is not None and dimension < 1:
         raise ValidationError(f"dimension={dimension} is not positive; pass None to detect it.")
-    if not timeout > 0:
-        raise ValidationError(f"timeout={timeout} is not a positive number of seconds.")
-    if max_retries < 0:
-        raise ValidationError(f"max_retries={max_retries} is negative; pass 0 to never retry.")
-    if batch_size is not None and batch_size < 1:
-        raise ValidationError(
-            f"batch_size={batch_size} is not positive; pass None for the default."
-        )
+    check_client_limits(timeout, max_retries, batch_size=batch_size)
 
 
 def _server_message(response: httpx.Response) -> str:

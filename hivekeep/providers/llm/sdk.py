@@ -20,11 +20,11 @@ from abc import abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from types import TracebackType
-from typing import ClassVar, NamedTuple, Self, TypedDict
+from typing import ClassVar, NamedTuple, TypedDict
 
 from hivekeep.core.messages import Message
 from hivekeep.errors import ProviderError, ValidationError
+from hivekeep.providers.base import Remote, check_client_limits
 from hivekeep.providers.llm.base import UsageLog
 from hivekeep.providers.llm.calls import ChatLLM, LLMCall
 from hivekeep.providers.llm.context_windows import context_window_for
@@ -70,7 +70,7 @@ class ClientOptions(TypedDict, total=False):
     usage_log: UsageLog | None
 
 
-class SDKChatLLM(ChatLLM):
+class SDKChatLLM(ChatLLM, Remote):
     """Base of the SDK-backed LLMs: construction checks, the client's settings, errors.
 
     A provider sets ``sdk_errors`` and implements ``_complete``, ``_stream`` and ``_close``. Use
@@ -102,7 +102,7 @@ class SDKChatLLM(ChatLLM):
                 f"The {endpoint.display_name} LLM spec names no model; "
                 f"use '{endpoint.provider}:<model>'."
             )
-        _check_limits(timeout, max_retries, max_tokens)
+        check_client_limits(timeout, max_retries, max_tokens=max_tokens)
         self.model = model
         self.endpoint = endpoint
         self._api_key = self._resolve_key(api_key)
@@ -112,9 +112,6 @@ class SDKChatLLM(ChatLLM):
         self.max_tokens = max_tokens if max_tokens is not None else self.default_max_tokens
         self.usage_log = usage_log if usage_log is not None else UsageLog()
         self._context_window = context_window_for(model, context_window)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
 
     @property
     def model_id(self) -> str:
@@ -126,17 +123,6 @@ class SDKChatLLM(ChatLLM):
 
     def close(self) -> None:
         self._close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- what a provider implements ---------------------------------------------------------
 
@@ -175,7 +161,7 @@ class SDKChatLLM(ChatLLM):
     ) -> None:
         if not messages:
             raise ValidationError("An LLM call needs at least one message; got none.")
-        _check_limits(timeout if timeout is not None else 1.0, 0, max_tokens)
+        check_client_limits(timeout if timeout is not None else 1.0, 0, max_tokens=max_tokens)
 
     @contextmanager
     def _errors(self, call: LLMCall) -> Iterator[None]:
@@ -251,14 +237,3 @@ def server_message(body: object, fallback: str) -> tuple[str, str | None]:
 def _snippet(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= _MAX_MESSAGE_CHARS else text[:_MAX_MESSAGE_CHARS] + "…"
-
-
-def _check_limits(timeout: float, max_retries: int, max_tokens: int | None) -> None:
-    if not timeout > 0:
-        raise ValidationError(f"timeout={timeout} is not a positive number of seconds.")
-    if max_retries < 0:
-        raise ValidationError(f"max_retries={max_retries} is negative; pass 0 to never retry.")
-    if max_tokens is not None and max_tokens < 1:
-        raise ValidationError(
-            f"max_tokens={max_tokens} is not positive; pass None for the default."
-        )
