@@ -1,5 +1,10 @@
 """Every setting in one place: name, type, default, help. Read from the environment, validated.
 
+Each ``Settings`` field declares its environment variable, parser (which holds the bounds),
+default and doc; ``SETTINGS``, the validation of values built in Python and the README's
+configuration table (``settings_table``, checked by tests/test_docs.py) all derive from them.
+Variables read elsewhere (``hivekeep serve``, provider keys) are listed in ``VARIABLES``.
+
 A search setting left unset falls back to the embedder's calibrated default (``recall_defaults``),
 then to the seed's default; an explicit environment variable or argument always wins.
 """
