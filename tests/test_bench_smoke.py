@@ -40,6 +40,8 @@ def test_scale_benchmark_runs_on_a_tiny_hive(tmp_path: Path) -> None:
     [size] = json.loads(figures.read_text())["sizes"]
     assert size["one_build"]["duplicates"] == 0
     assert size["one"]["recall_p50"] > 0 and size["ten"]["knn_p50"] > 0
+    assert size["one"]["recall_frequent_p50"] > 0 and size["ten"]["text_frequent_p50"] > 0
+    assert "### Frequent-word queries" in done.stdout and "### Memory (MB)" in done.stdout
 
 
 def test_scale_benchmark_runs_on_postgresql_next_to_sqlite() -> None:
@@ -60,6 +62,21 @@ def test_scale_benchmark_runs_on_postgresql_next_to_sqlite() -> None:
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith("| 300 |")]
     assert [row.split("|")[2].strip() for row in rows] == ["sqlite", "postgresql"]
+    assert "PostgreSQL / SQLite, same run: ingest" in done.stdout
+
+
+def test_postgresql_plans_of_both_arms_are_printed() -> None:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "scale_postgres.py"), "--sizes", "300", "--explain"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    for heading in ("#### Full-text arm, frequent query", "#### Vector arm (top 20)"):
+        assert heading in done.stdout
+    assert done.stdout.count("Execution Time") >= 3
 
 
 def test_dedup_benchmark_loses_no_changed_fact_of_the_projects_own_pairs() -> None:
