@@ -36,6 +36,7 @@ from hivekeep.store.base import (
     TrashedMemory,
     Vector,
 )
+from hivekeep.store.postgres.vectors import vector_literal
 from hivekeep.store.rows import (
     CREATOR_SQL,
     MEMORY_COLUMNS,
@@ -292,8 +293,6 @@ class HistoryRows:
     def put_trashed_memory(
         self, memory: NewMemory, vector: Vector | None, *, deleted_at: str, deleted_by: Actor
     ) -> int | None:
-        from hivekeep.store.postgres.store import vector_literal  # store.py imports this module
-
         owner = None if memory.agent_id == PERSON else memory.agent_id
         with self._transaction() as conn:
 

@@ -26,14 +26,13 @@ from psycopg.rows import TupleRow
 
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import AgentNotFound, ConflictError, NotFound, StoreError
+from hivekeep.errors import StoreError
 from hivekeep.store.base import (
     BY_AGENT,
     HISTORY_LIMIT,
     KEEP,
     PERSON,
     AgentFootprint,
-    AgentRecord,
     Change,
     EmbeddingSpace,
     Inserted,
@@ -41,19 +40,22 @@ from hivekeep.store.base import (
     MemoryFilter,
     MemoryRecord,
     MemoryWrite,
-    PendingEmbedding,
-    ProfileChange,
     ProfileRecord,
     Vector,
     _Keep,
 )
-from hivekeep.store.postgres import history, migrations
-from hivekeep.store.postgres.conversations import ConversationRows
+from hivekeep.store.postgres import fulltext, history, migrations
+from hivekeep.store.postgres.dialect import POSTGRES
 from hivekeep.store.postgres.history import HistoryRows
 from hivekeep.store.postgres.leases import AdvisoryLeases
+from hivekeep.store.postgres.vectors import checked_vector, vector_literal
 from hivekeep.store.rows import MEMORY_COLUMNS, author_of, memory_from_row
+from hivekeep.store.sql import agents
+from hivekeep.store.sql.agents import AgentRows
+from hivekeep.store.sql.conversations import ConversationRows
+from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.memories import MemoryRows, fetch, filter_sql, owned, same_text, visible
 from hivekeep.store.vector_cache import subject_key
-from hivekeep.types import Scope
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -67,7 +69,6 @@ HNSW_MAX_SCAN_TUPLES = 100_000
 # Candidates the HNSW search keeps (pgvector's default, 40, found 71 % of the exact top 10 at
 # 100k clustered vectors in bench/scale_postgres.py; the arm asks for a pool of several dozen).
 HNSW_EF_SEARCH = 200
-_PUNCTUATION = str.maketrans(dict.fromkeys(migrations.SPLIT_PUNCTUATION, " "))
 
 
 def redact(url: str) -> str:
@@ -75,34 +76,13 @@ def redact(url: str) -> str:
     return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@/]*@", r"\1:***@", url, flags=re.IGNORECASE)
 
 
-def vector_literal(vector: Vector) -> str:
-    """pgvector's text form, ``[x,y,...]``, exact for float32 (each value printed round-trip)."""
-    values = np.asarray(vector, dtype=np.float32)
-    if values.ndim != 1:
-        raise StoreError(f"A vector must be one-dimensional, got shape {values.shape}.")
-    if not np.all(np.isfinite(values)):
-        raise StoreError("A vector holds a NaN or infinite value.")
-    return "[" + ",".join(repr(float(x)) for x in values) + "]"
-
-
-def search_terms(terms: Sequence[str]) -> list[str]:
-    """The terms that can match anything: split punctuation turned into spaces, terms without a
-    letter or digit dropped (as ``fts_query.fts5_match`` drops them), repeats dropped."""
-    if isinstance(terms, str):
-        raise TypeError("text_search takes a sequence of words, not one string")
-    kept: list[str] = []
-    for term in terms:
-        cleaned = " ".join(term.translate(_PUNCTUATION).split())
-        if any(c.isalnum() for c in cleaned) and cleaned not in kept:
-            kept.append(cleaned)
-    return kept
-
-
-class PostgresStore(HistoryRows, ConversationRows):
+class PostgresStore(AgentRows, MemoryRows, HistoryRows, ConversationRows):
     """``Store`` on a PostgreSQL database with pgvector; see the module docstring.
 
     >>> store = PostgresStore("postgresql://hive@db.internal/hivekeep")   # doctest: +SKIP
     """
+
+    _dialect = POSTGRES
 
     def __init__(
         self, url: str, *, pool_size: int = POOL_MAX, history_limit: int = HISTORY_LIMIT
@@ -205,6 +185,18 @@ class PostgresStore(HistoryRows, ConversationRows):
         with self._connection() as conn, conn.transaction():
             yield conn
 
+    @contextmanager
+    def _atomic(self) -> Iterator[Session]:
+        """``_transaction()`` as the shared SQL (``hivekeep/store/sql``) takes it."""
+        with self._transaction() as conn:
+            yield _session(conn)
+
+    @contextmanager
+    def _reading(self) -> Iterator[Session]:
+        """``_connection()`` (autocommit: each statement its own transaction) as a session."""
+        with self._connection() as conn:
+            yield _session(conn)
+
     def _read(
         self, query: Any, params: Any = None, *, prepare: bool | None = None
     ) -> list[TupleRow]:
@@ -213,65 +205,10 @@ class PostgresStore(HistoryRows, ConversationRows):
             return _execute(conn, query, params, prepare=prepare).fetchall()
 
     # agents -----------------------------------------------------------------------------------
-    def create_agent(self, name: str, role: str) -> AgentRecord:
-        now = now_timestamp()
-        try:
-            with self._transaction() as conn:
-                row = conn.execute(
-                    "INSERT INTO agents(name, role, created_at, updated_at) "
-                    "VALUES (%s, %s, %s, %s) RETURNING id",
-                    (name, role, now, now),
-                ).fetchone()
-                assert row is not None
-                conn.execute(
-                    "INSERT INTO profiles(agent_id, created_at, updated_at) VALUES (%s, %s, %s)",
-                    (row[0], now, now),
-                )
-        except psycopg.errors.UniqueViolation as exc:
-            raise ConflictError(
-                f"An agent named {name!r} already exists; choose another name."
-            ) from exc
-        return AgentRecord(int(row[0]), name, role, now, now)
-
-    def get_agent(self, key: int | str) -> AgentRecord:
-        with self._connection() as conn:
-            return _agent(conn, key)
-
-    def list_agents(self) -> list[AgentRecord]:
-        rows = self._read("SELECT id, name, role, created_at, updated_at FROM agents ORDER BY id")
-        return [AgentRecord(*row) for row in rows]
-
-    def update_agent(
-        self, agent_id: int, *, name: str | None = None, role: str | None = None
-    ) -> AgentRecord:
-        now = now_timestamp()
-        try:
-            with self._transaction() as conn:
-                current = _agent(conn, agent_id, lock=True)
-                name = current.name if name is None else name
-                role = current.role if role is None else role
-                conn.execute(
-                    "UPDATE agents SET name = %s, role = %s, updated_at = %s WHERE id = %s",
-                    (name, role, now, agent_id),
-                )
-                if name != current.name:
-                    conn.execute(
-                        "UPDATE memories SET author_name = %s WHERE agent_id = %s", (name, agent_id)
-                    )
-        except psycopg.errors.UniqueViolation as exc:
-            raise ConflictError(
-                f"An agent named {name!r} already exists; choose another name."
-            ) from exc
-        return AgentRecord(agent_id, name, role, current.created_at, now)
-
-    def agent_footprint(self, agent_id: int) -> AgentFootprint:
-        with self._connection() as conn:
-            return _footprint(conn, agent_id)
-
     def delete_agent(self, agent_id: int) -> AgentFootprint:
         with self._transaction() as conn:
-            _agent(conn, agent_id, lock=True)
-            footprint = _footprint(conn, agent_id)
+            agents.agent(_session(conn), agent_id, lock=True)
+            footprint = agents.footprint(_session(conn), agent_id)
             history.forget_agent_history(conn, agent_id)
             conn.execute(
                 "DELETE FROM memories WHERE agent_id = %s AND scope = 'private'", (agent_id,)
@@ -283,10 +220,6 @@ class PostgresStore(HistoryRows, ConversationRows):
         return footprint
 
     # embedding space --------------------------------------------------------------------------
-    def embedding_space(self) -> EmbeddingSpace | None:
-        with self._connection() as conn:
-            return _space(conn)
-
     def reset_embedding_space(self, space: EmbeddingSpace) -> int:
         if space.dimension < 1:
             raise StoreError(f"Embedding dimension {space.dimension} is not positive.")
@@ -336,17 +269,17 @@ class PostgresStore(HistoryRows, ConversationRows):
                 "SELECT pg_advisory_xact_lock("
                 "hashtextextended(current_schema() || ':hivekeep:insert', 0))"
             )
-            space = _space(conn)
+            space = agents.space(_session(conn))
             authors: dict[int, str] = {}
             for write in writes:
                 memory = write.memory
-                author = author_of(memory, authors, lambda key: _agent(conn, key))
+                author = author_of(memory, authors, lambda key: agents.agent(_session(conn), key))
                 literal = None
                 if write.vector is not None and space is not None:
-                    literal = _checked_vector(write.vector, space)
+                    literal = checked_vector(write.vector, space)
                 verdict = _judge(conn, write, literal, dedup)
                 if verdict.duplicate_of is not None:
-                    duplicate = _get_memory(conn, verdict.duplicate_of, memory.agent_id)
+                    duplicate = visible(_session(conn), verdict.duplicate_of, memory.agent_id)
                     results.append(Inserted(duplicate, True))
                     continue
                 now = now_timestamp()
@@ -381,7 +314,7 @@ class PostgresStore(HistoryRows, ConversationRows):
                     ),
                 ).fetchone()
                 assert row is not None
-                similar = _fetch(conn, memory.agent_id, verdict.similar)
+                similar = fetch(_session(conn), memory.agent_id, verdict.similar)
                 results.append(
                     Inserted(
                         memory_from_row(row),
@@ -390,10 +323,6 @@ class PostgresStore(HistoryRows, ConversationRows):
                     )
                 )
         return results
-
-    def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
-        with self._connection() as conn:
-            return _get_memory(conn, memory_id, viewer_id)
 
     def update_memory(
         self,
@@ -407,7 +336,7 @@ class PostgresStore(HistoryRows, ConversationRows):
     ) -> MemoryRecord:
         with self._transaction() as conn:
             conn.execute("SELECT 1 FROM memories WHERE id = %s FOR UPDATE", (memory_id,))
-            _owned(conn, memory_id, owner_id)
+            owned(_session(conn), memory_id, owner_id)
             latest = history.latest_version(conn, memory_id)
             fields: dict[str, Any] = {
                 name: getattr(value, "value", value)
@@ -424,10 +353,10 @@ class PostgresStore(HistoryRows, ConversationRows):
                 for name in fields
             ]
             if not isinstance(vector, _Keep):
-                space = _space(conn)
+                space = agents.space(_session(conn))
                 literal = None
                 if vector is not None and space is not None:
-                    literal = _checked_vector(vector, space)
+                    literal = checked_vector(vector, space)
                 fields |= {
                     "embedding": literal,
                     "embedding_state": "pending" if literal is None else "ready",
@@ -453,13 +382,20 @@ class PostgresStore(HistoryRows, ConversationRows):
 
     # lookups inside a transaction, for HistoryRows
     def _visible_memory(self, conn: Connection, memory_id: int, viewer_id: int) -> MemoryRecord:
-        return _get_memory(conn, memory_id, viewer_id)
+        return visible(_session(conn), memory_id, viewer_id)
 
     def _owned_memory(self, conn: Connection, memory_id: int, owner_id: int) -> MemoryRecord:
-        return _owned(conn, memory_id, owner_id)
+        return owned(_session(conn), memory_id, owner_id)
 
     def _profile_of(self, conn: Connection, agent_id: int) -> ProfileRecord:
-        return _profile(conn, agent_id)
+        return agents.profile(_session(conn), agent_id)
+
+    # profile history, around AgentRows' profile writes
+    def _profile_before(self, s: Session, agent_id: int) -> None:
+        s.conn.execute(history.PROFILE_BEFORE, (agent_id,))
+
+    def _profile_after(self, s: Session, agent_id: int, written: Change) -> None:
+        history.record_profile(s.conn, agent_id, written, self.history_limit)
 
     def vector_search(
         self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
@@ -467,7 +403,7 @@ class PostgresStore(HistoryRows, ConversationRows):
         if k < 1:
             return []
         literal = vector_literal(vector)
-        where, params = _filter_sql(viewer_id, filters)
+        where, params = filter_sql(POSTGRES, viewer_id, filters)
         # ``embedding <=> q`` alone in ORDER BY, so the HNSW index can serve it; equal distances
         # are then ordered by id here, as the SQLite backend orders them. One statement: a vector
         # of another dimension than the column's is refused by pgvector (StoreError).
@@ -503,30 +439,11 @@ class PostgresStore(HistoryRows, ConversationRows):
         GIN cannot hand matches over in rank order, so every visible match is ranked (about 30 ms
         for 15,000 matches); see docs/storage.md, "PostgreSQL".
         """
-        words = search_terms(terms)
+        words = fulltext.search_terms(terms)
         if k <= 0 or not words:
             return []
-        where, params = _filter_sql(viewer_id, filters)
-        params |= {f"t{i}": word for i, word in enumerate(words)}
-        queries = [
-            sql.SQL("hivekeep_prefix_query({})").format(sql.Placeholder(f"t{i}"))
-            for i in range(len(words))
-        ]
-        if any_term and len(words) > 1:
-            statement = _weighted_any_term(queries, sql.SQL(where), int(k))
-        else:
-            score = sql.SQL(" + ").join(
-                sql.SQL("ts_rank(m.fts, {}, 1)").format(query) for query in queries
-            )
-            statement = sql.SQL(
-                "SELECT m.id FROM memories m WHERE m.fts @@ ({match}) AND {where} "
-                "ORDER BY {score} DESC, m.created_at DESC, m.id DESC LIMIT {k}"
-            ).format(
-                match=sql.SQL(" && ").join(queries),
-                where=sql.SQL(where),
-                score=score,
-                k=sql.Literal(int(k)),
-            )
+        where, params = filter_sql(POSTGRES, viewer_id, filters)
+        statement, params = fulltext.ranked_search(words, where, params, int(k), any_term=any_term)
         rows = self._read(statement, params, prepare=False)
         return [int(row[0]) for row in rows]
 
@@ -540,30 +457,6 @@ class PostgresStore(HistoryRows, ConversationRows):
         )
         return {int(i): np.asarray(values, dtype=np.float32) for i, values in rows}
 
-    def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
-        if not ids:
-            return {}
-        rows = self._read(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ANY(%s) "
-            "AND (agent_id = %s OR scope = 'shared')",
-            (list(ids), viewer_id),
-        )
-        return {row[0]: memory_from_row(row) for row in rows}
-
-    def list_memories(
-        self, viewer_id: int, filters: MemoryFilter, limit: int, offset: int
-    ) -> tuple[list[MemoryRecord], int]:
-        where, params = _filter_sql(viewer_id, filters)
-        with self._transaction() as conn:
-            total = conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params)
-            count_row = total.fetchone()
-            rows = conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where} "
-                "ORDER BY m.created_at DESC, m.id DESC LIMIT %(limit)s OFFSET %(offset)s",
-                {**params, "limit": limit, "offset": offset},
-            ).fetchall()
-        return [memory_from_row(row) for row in rows], int(count_row[0]) if count_row else 0
-
     def mark_retrieved(self, ids: Sequence[int]) -> None:
         if not ids:
             return
@@ -575,18 +468,10 @@ class PostgresStore(HistoryRows, ConversationRows):
                 (now_timestamp(), list(ids)),
             )
 
-    def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
-        rows = self._read(
-            "SELECT id, content, subject FROM memories WHERE embedding_state = 'pending' "
-            "ORDER BY id LIMIT %s",
-            (limit,),
-        )
-        return [PendingEmbedding(*row) for row in rows]
-
     def store_embedding(self, memory_id: int, content: str, vector: Vector) -> bool:
         with self._transaction() as conn:
-            space = _space(conn)
-            literal = None if space is None else _checked_vector(vector, space)
+            space = agents.space(_session(conn))
+            literal = None if space is None else checked_vector(vector, space)
             cursor = _execute(
                 conn,
                 "UPDATE memories SET embedding = %s::vector, embedding_state = %s, "
@@ -600,10 +485,6 @@ class PostgresStore(HistoryRows, ConversationRows):
                 ),
             )
             return cursor.rowcount > 0
-
-    def count_pending(self) -> int:
-        rows = self._read("SELECT count(*) FROM memories WHERE embedding_state = 'pending'")
-        return int(rows[0][0])
 
     def memories_with_vectors(
         self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
@@ -623,63 +504,6 @@ class PostgresStore(HistoryRows, ConversationRows):
         ]
 
     # profiles ---------------------------------------------------------------------------------
-    def get_profile(self, agent_id: int) -> ProfileRecord:
-        with self._connection() as conn:
-            return _profile(conn, agent_id)
-
-    def modify_profile(
-        self, agent_id: int, change: ProfileChange, *, manual: bool, written: Change = BY_AGENT
-    ) -> ProfileRecord:
-        now = now_timestamp()
-        stamp = sql.Identifier("manually_edited_at" if manual else "last_rewrite_at")
-        with self._transaction() as conn:
-            locked = conn.execute(
-                "SELECT 1 FROM profiles WHERE agent_id = %s FOR UPDATE", (agent_id,)
-            ).fetchone()
-            if locked is None:
-                raise NotFound(f"No agent with id {agent_id}.")
-            text, tokens = change(_profile(conn, agent_id))
-            conn.execute(history.PROFILE_BEFORE, (agent_id,))
-            conn.execute(
-                sql.SQL(
-                    "UPDATE profiles SET text = %s, tokens = %s, revision = revision + 1, "
-                    "{} = %s, updated_at = %s WHERE agent_id = %s"
-                ).format(stamp),
-                (text, tokens, now, now, agent_id),
-            )
-            history.record_profile(conn, agent_id, written, self.history_limit)
-            return _profile(conn, agent_id)
-
-    def save_profile(
-        self,
-        agent_id: int,
-        text: str,
-        tokens: int,
-        *,
-        expected_revision: int,
-        manual: bool,
-        written: Change = BY_AGENT,
-    ) -> ProfileRecord:
-        now = now_timestamp()
-        stamp = sql.Identifier("manually_edited_at" if manual else "last_rewrite_at")
-        with self._transaction() as conn:
-            conn.execute(history.PROFILE_BEFORE, (agent_id,))
-            cursor = conn.execute(
-                sql.SQL(
-                    "UPDATE profiles SET text = %s, tokens = %s, revision = revision + 1, "
-                    "{} = %s, updated_at = %s WHERE agent_id = %s AND revision = %s"
-                ).format(stamp),
-                (text, tokens, now, now, agent_id, expected_revision),
-            )
-            if cursor.rowcount == 0:
-                current = _profile(conn, agent_id)
-                raise ConflictError(
-                    f"The profile changed since it was read (revision {expected_revision}, now "
-                    f"{current.revision}). Re-read it and apply the edit again."
-                )
-            history.record_profile(conn, agent_id, written, self.history_limit)
-            return _profile(conn, agent_id)
-
     # leases -----------------------------------------------------------------------------------
     def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> str | None:
         """Advisory lock on a connection of the lease's own (see ``leases.py``)."""
@@ -695,6 +519,10 @@ class PostgresStore(HistoryRows, ConversationRows):
 
 
 # helpers (all inside the caller's transaction) -------------------------------------------------
+def _session(conn: Connection) -> Session:
+    return Session(conn, POSTGRES)
+
+
 def _execute(
     conn: Connection, query: Any, params: Any = None, *, prepare: bool | None = None
 ) -> psycopg.Cursor[TupleRow]:
@@ -709,61 +537,13 @@ def _execute(
         raise StoreError(f"PostgreSQL refused a value: {exc}".rstrip()) from exc
 
 
-def _agent(conn: Connection, key: int | str, *, lock: bool = False) -> AgentRecord:
-    where = "id = %s" if isinstance(key, int) else "lower(name) = lower(%s)"
-    row = conn.execute(
-        f"SELECT id, name, role, created_at, updated_at FROM agents WHERE {where}"
-        + (" FOR UPDATE" if lock else ""),
-        (key,),
-    ).fetchone()
-    if row is None:
-        raise AgentNotFound(f"No agent {key!r}.")
-    return AgentRecord(*row)
-
-
-def _space(conn: Connection) -> EmbeddingSpace | None:
-    rows: dict[str, str] = dict(
-        conn.execute(
-            "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dim')"
-        ).fetchall()
-    )
-    if "embedding_model" not in rows:
-        return None
-    return EmbeddingSpace(str(rows["embedding_model"]), int(rows["embedding_dim"]))
-
-
-def _checked_vector(vector: Vector, space: EmbeddingSpace) -> str:
-    shape = np.shape(vector)
-    if shape != (space.dimension,):
-        raise StoreError(
-            f"The vector index refused a vector of shape {shape}: this hive's vectors have "
-            f"{space.dimension} dimensions."
-        )
-    return vector_literal(vector)
-
-
-def _fetch(conn: Connection, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
-    if not ids:
-        return {}
-    rows = conn.execute(
-        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ANY(%s) "
-        "AND (agent_id = %s OR scope = 'shared')",
-        (list(ids), viewer_id),
-    ).fetchall()
-    return {row[0]: memory_from_row(row) for row in rows}
-
-
 def _judge(conn: Connection, write: MemoryWrite, literal: str | None, dedup: DedupRule) -> Verdict:
     """The same text among the author's visible memories, else the dedup rule over the closest
     visible vectors at or above its floor (ties: the smaller id)."""
     author = write.memory.agent_id
-    row = conn.execute(
-        "SELECT id FROM memories WHERE text_key = %s AND (agent_id = %s OR scope = 'shared') "
-        "ORDER BY id LIMIT 1",
-        (write.text_key, author),
-    ).fetchone()
-    if row is not None:
-        return Verdict(int(row[0]), ())
+    duplicate = same_text(_session(conn), write.text_key, author)
+    if duplicate is not None:
+        return Verdict(duplicate, ())
     if literal is None or dedup.floor > 1.0 + 1e-6:
         return Verdict(None, ())  # no vector, or a floor no cosine reaches
     rows = conn.execute(
@@ -778,112 +558,3 @@ def _judge(conn: Connection, write: MemoryWrite, literal: str | None, dedup: Ded
         if 1.0 - float(distance) >= dedup.floor
     ]
     return dedup.judge(write.memory.content, candidates)
-
-
-def _footprint(conn: Connection, agent_id: int) -> AgentFootprint:
-    _agent(conn, agent_id)
-    row = conn.execute(
-        "SELECT (SELECT count(*) FROM memories WHERE agent_id = %(a)s AND scope = 'private'), "
-        "(SELECT count(*) FROM memories WHERE agent_id = %(a)s AND scope = 'shared'), "
-        "(SELECT count(*) FROM conversations WHERE agent_id = %(a)s)",
-        {"a": agent_id},
-    ).fetchone()
-    assert row is not None
-    return AgentFootprint(int(row[0]), int(row[1]), int(row[2]))
-
-
-def _get_memory(conn: Connection, memory_id: int, viewer_id: int) -> MemoryRecord:
-    row = conn.execute(
-        f"SELECT {MEMORY_COLUMNS} FROM memories "
-        "WHERE id = %s AND (agent_id = %s OR scope = 'shared')",
-        (memory_id, viewer_id),
-    ).fetchone()
-    if row is None:
-        raise NotFound(f"No memory with id {memory_id} is visible to this agent.")
-    return memory_from_row(row)
-
-
-def _owned(conn: Connection, memory_id: int, owner_id: int) -> MemoryRecord:
-    record = _get_memory(conn, memory_id, owner_id)
-    if record.agent_id != owner_id and owner_id != PERSON:  # PERSON sees only shared ones
-        raise NotFound(
-            f"No memory with id {memory_id} belongs to this agent "
-            "(shared memories can only be changed by their author)."
-        )
-    return record
-
-
-def _filter_sql(viewer_id: int, filters: MemoryFilter) -> tuple[str, dict[str, Any]]:
-    """WHERE clauses over ``m`` (memories) for visibility and filters (named placeholders)."""
-    if filters.scope is Scope.SHARED:
-        clauses = ["m.scope = 'shared'"]
-    elif filters.scope is Scope.PRIVATE:
-        clauses = ["m.agent_id = %(viewer)s AND m.scope = 'private'"]
-    else:
-        clauses = ["(m.agent_id = %(viewer)s OR m.scope = 'shared')"]
-    if filters.own:
-        clauses.append("m.agent_id = %(viewer)s")
-    params: dict[str, Any] = {"viewer": viewer_id}
-    if filters.category is not None:
-        clauses.append("m.category = %(category)s")
-        params["category"] = filters.category.value
-    if filters.subject is not None:
-        clauses.append("m.subject_key = %(subject)s")
-        params["subject"] = subject_key(filters.subject)
-    if filters.since is not None:
-        clauses.append("m.created_at >= %(since)s")
-        params["since"] = filters.since
-    return " AND ".join(clauses), params
-
-
-def _weighted_any_term(queries: Sequence[sql.Composable], where: sql.SQL, k: int) -> sql.Composed:
-    """OR of the terms, each term's rank weighted by its BM25 idf, in one scan of the matches."""
-    n = len(queries)
-    numbers = [sql.Literal(i) for i in range(n)]
-    found = sql.SQL(", ").join(
-        sql.SQL("m.fts @@ {} AS h{}").format(query, i)
-        for i, query in zip(numbers, queries, strict=True)
-    )
-    ranks = sql.SQL(", ").join(
-        sql.SQL("CASE WHEN {} THEN ts_rank(m.fts, {}, 1) END AS r{}").format(where, query, i)
-        for i, query in zip(numbers, queries, strict=True)
-    )
-    counts = sql.SQL(", ").join(
-        sql.SQL("count(*) FILTER (WHERE h{0})::float8 AS n{0}").format(i) for i in numbers
-    )
-    idf = sql.SQL(", ").join(
-        sql.SQL("ln(1.0::float8 + (n - n{0} + 0.5::float8) / (n{0} + 0.5::float8)) AS i{0}").format(
-            i
-        )
-        for i in numbers
-    )
-    score = sql.SQL(" + ").join(sql.SQL("w.i{0} * hits.r{0}").format(i) for i in numbers)
-    return sql.SQL(
-        "WITH hits AS MATERIALIZED (SELECT m.id, m.created_at, {where} AS visible, {found}, "
-        "{ranks} FROM memories m WHERE m.fts @@ ({any})), "
-        "w AS (SELECT {idf} FROM (SELECT greatest(count(*), max(s.issued))::float8 AS n, "
-        "{counts} FROM hits, (SELECT coalesce(pg_sequence_last_value("
-        "pg_get_serial_sequence('memories', 'id')::regclass), 0) AS issued) s) c) "
-        "SELECT hits.id FROM hits, w WHERE hits.visible "
-        "ORDER BY {score} DESC, hits.created_at DESC, hits.id DESC LIMIT {k}"
-    ).format(
-        where=where,
-        any=sql.SQL(" || ").join(queries),
-        found=found,
-        ranks=ranks,
-        idf=idf,
-        counts=counts,
-        score=score,
-        k=sql.Literal(k),
-    )
-
-
-def _profile(conn: Connection, agent_id: int) -> ProfileRecord:
-    row = conn.execute(
-        "SELECT agent_id, text, tokens, revision, last_rewrite_at, manually_edited_at, "
-        "updated_at FROM profiles WHERE agent_id = %s",
-        (agent_id,),
-    ).fetchone()
-    if row is None:
-        raise NotFound(f"No agent with id {agent_id}.")
-    return ProfileRecord(*row)

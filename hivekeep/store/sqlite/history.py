@@ -1,7 +1,7 @@
 """The history half of ``SQLiteStore``: memory and profile versions, the trash, and purge.
 
 A mixin so that ``store.py`` stays about live memories; it relies on the host class for
-``atomic()``, ``_read()``, ``_conn``, ``_index``, ``_owned()``, ``get_memory()`` and
+``atomic()``, ``_read()``, ``_conn``, ``_session``, ``_index``, ``get_memory()`` and
 ``history_limit``. Trashed memories live whole in ``memory_trash`` (their vector as a BLOB), out
 of ``memories`` and so out of the full-text and vector indexes and of every read.
 
@@ -55,6 +55,8 @@ from hivekeep.store.rows import (
     version_values,
     with_current,
 )
+from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.memories import owned
 from hivekeep.store.sqlite.vectors import VectorIndex
 from hivekeep.types import Actor, Operation
 
@@ -76,6 +78,7 @@ PROFILE_BEFORE = (
 class HistoryRows:
     _conn: Any
     _index: VectorIndex
+    _session: Session
     _lock: threading.RLock
     history_limit: int
 
@@ -86,9 +89,6 @@ class HistoryRows:
         raise NotImplementedError  # provided by SQLiteStore
 
     def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
-        raise NotImplementedError  # provided by SQLiteStore
-
-    def _owned(self, memory_id: int, owner_id: int) -> MemoryRecord:
         raise NotImplementedError  # provided by SQLiteStore
 
     def get_agent(self, key: int | str) -> AgentRecord:
@@ -156,7 +156,7 @@ class HistoryRows:
 
     def delete_memory(self, memory_id: int, owner_id: int, *, by: Actor = Actor.AGENT) -> None:
         with self.atomic() as conn:
-            self._owned(memory_id, owner_id)
+            owned(self._session, memory_id, owner_id)
             latest = self._latest_version(conn, memory_id)
             self._record_version(conn, memory_id, latest, Change(by, Operation.FORGET))
             blob = None

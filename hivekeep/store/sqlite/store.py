@@ -22,14 +22,13 @@ import sqlite_vec
 from hivekeep.core import fts_query
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import AgentNotFound, ConflictError, NotFound, StoreError
+from hivekeep.errors import StoreError
 from hivekeep.store.base import (
     BY_AGENT,
     HISTORY_LIMIT,
     KEEP,
     PERSON,
     AgentFootprint,
-    AgentRecord,
     Change,
     EmbeddingSpace,
     Inserted,
@@ -37,19 +36,21 @@ from hivekeep.store.base import (
     MemoryFilter,
     MemoryRecord,
     MemoryWrite,
-    PendingEmbedding,
-    ProfileChange,
-    ProfileRecord,
     Vector,
     _Keep,
 )
 from hivekeep.store.migrations import sqlite as migrations
 from hivekeep.store.rows import MEMORY_COLUMNS, author_of, described, memory_from_row
-from hivekeep.store.sqlite.conversations import ConversationRows
+from hivekeep.store.sql.agents import AgentRows
+from hivekeep.store.sql.conversations import ConversationRows
+from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.memories import MemoryRows, filter_sql, owned, same_text
+from hivekeep.store.sqlite.dialect import SQLITE
 from hivekeep.store.sqlite.history import PROFILE_BEFORE, HistoryRows
-from hivekeep.store.sqlite.vectors import VectorIndex, filter_clauses
+from hivekeep.store.sqlite.leases import RowLeases
+from hivekeep.store.sqlite.vectors import VectorIndex
 from hivekeep.store.vector_cache import VectorCache
-from hivekeep.types import EmbeddingState, Scope
+from hivekeep.types import EmbeddingState
 
 BUSY_TIMEOUT_MS = 10_000
 IN_LIST_CHUNK = 500  # ids per IN (...) list; SQLite refuses more than 32,766 variables
@@ -63,7 +64,7 @@ def _best_first(hits: list[tuple[int, float, str]]) -> list[tuple[int, float, st
     return hits
 
 
-class SQLiteStore(HistoryRows, ConversationRows):
+class SQLiteStore(AgentRows, MemoryRows, HistoryRows, ConversationRows, RowLeases):
     """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations).
 
     ``vector_cache`` (default True) serves vector reads from an in-process copy of the index that
@@ -72,6 +73,8 @@ class SQLiteStore(HistoryRows, ConversationRows):
 
     >>> store = SQLiteStore("memory.db", vector_cache=False)   # doctest: +SKIP
     """
+
+    _dialect = SQLITE
 
     def __init__(
         self,
@@ -105,6 +108,7 @@ class SQLiteStore(HistoryRows, ConversationRows):
         # secure_delete stays off on the write path; a purge turns it on for itself (history.py)
         migrations.migrate(self._conn, now_timestamp())
         self._index = VectorIndex(self._conn, cached=vector_cache)
+        self._session = Session(self._conn, self._dialect)
 
     def close(self) -> None:
         with self._lock:
@@ -153,71 +157,19 @@ class SQLiteStore(HistoryRows, ConversationRows):
         with self._lock:
             return list(self._conn.execute(sql, params))
 
-    # agents -----------------------------------------------------------------------------------
-    def create_agent(self, name: str, role: str) -> AgentRecord:
-        now = now_timestamp()
-        with self.atomic() as conn:
-            taken = conn.execute("SELECT 1 FROM agents WHERE name = ?", (name,)).fetchone()
-            if taken:
-                raise ConflictError(f"An agent named {name!r} already exists; choose another name.")
-            conn.execute(
-                "INSERT INTO agents(name, role, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (name, role, now, now),
-            )
-            agent_id = conn.last_insert_rowid()
-            conn.execute(
-                "INSERT INTO profiles(agent_id, created_at, updated_at) VALUES (?, ?, ?)",
-                (agent_id, now, now),
-            )
-        return AgentRecord(agent_id, name, role, now, now)
+    @contextmanager
+    def _atomic(self) -> Iterator[Session]:
+        """``atomic()`` as the shared SQL (``hivekeep/store/sql``) takes it."""
+        with self.atomic():
+            yield self._session
 
-    def get_agent(self, key: int | str) -> AgentRecord:
-        column = "id" if isinstance(key, int) else "name"
-        rows = self._read(
-            f"SELECT id, name, role, created_at, updated_at FROM agents WHERE {column} = ?", (key,)
-        )
-        if not rows:
-            raise AgentNotFound(f"No agent {key!r}.")
-        return AgentRecord(*rows[0])
-
-    def list_agents(self) -> list[AgentRecord]:
-        rows = self._read("SELECT id, name, role, created_at, updated_at FROM agents ORDER BY id")
-        return [AgentRecord(*row) for row in rows]
-
-    def update_agent(
-        self, agent_id: int, *, name: str | None = None, role: str | None = None
-    ) -> AgentRecord:
-        now = now_timestamp()
-        with self.atomic() as conn:
-            current = self.get_agent(agent_id)
-            name = current.name if name is None else name
-            role = current.role if role is None else role
-            taken = conn.execute(
-                "SELECT 1 FROM agents WHERE name = ? AND id != ?", (name, agent_id)
-            ).fetchone()
-            if taken:
-                raise ConflictError(f"An agent named {name!r} already exists; choose another name.")
-            conn.execute(
-                "UPDATE agents SET name = ?, role = ?, updated_at = ? WHERE id = ?",
-                (name, role, now, agent_id),
-            )
-            if name != current.name:
-                conn.execute(
-                    "UPDATE memories SET author_name = ? WHERE agent_id = ?", (name, agent_id)
-                )
-        return AgentRecord(agent_id, name, role, current.created_at, now)
-
-    def agent_footprint(self, agent_id: int) -> AgentFootprint:
+    @contextmanager
+    def _reading(self) -> Iterator[Session]:
+        """The connection for reads, held by this thread (statements in autocommit)."""
         with self._lock:
-            self.get_agent(agent_id)
-            rows = self._read(
-                "SELECT (SELECT count(*) FROM memories WHERE agent_id = :a AND scope = 'private'), "
-                "(SELECT count(*) FROM memories WHERE agent_id = :a AND scope = 'shared'), "
-                "(SELECT count(*) FROM conversations WHERE agent_id = :a)",
-                {"a": agent_id},
-            )
-        return AgentFootprint(*rows[0])
+            yield self._session
 
+    # agents -----------------------------------------------------------------------------------
     def delete_agent(self, agent_id: int) -> AgentFootprint:
         with self.atomic() as conn:
             footprint = self.agent_footprint(agent_id)
@@ -238,16 +190,6 @@ class SQLiteStore(HistoryRows, ConversationRows):
         return footprint
 
     # embedding space --------------------------------------------------------------------------
-    def embedding_space(self) -> EmbeddingSpace | None:
-        rows = dict(
-            self._read(
-                "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dim')"
-            )
-        )
-        if "embedding_model" not in rows:
-            return None
-        return EmbeddingSpace(rows["embedding_model"], int(rows["embedding_dim"]))
-
     def reset_embedding_space(self, space: EmbeddingSpace) -> int:
         if space.dimension < 1:
             raise StoreError(f"Embedding dimension {space.dimension} is not positive.")
@@ -312,35 +254,12 @@ class SQLiteStore(HistoryRows, ConversationRows):
     ) -> Verdict:
         """The same text among the author's visible memories, else the rule over the closest."""
         viewer = write.memory.agent_id
-        row = conn.execute(
-            "SELECT id FROM memories WHERE text_key = ? AND (agent_id = ? OR scope = 'shared') "
-            "ORDER BY id LIMIT 1",
-            (write.text_key, viewer),
-        ).fetchone()
-        if row:
-            return Verdict(int(row[0]), ())
+        duplicate = same_text(self._session, write.text_key, viewer)
+        if duplicate is not None:
+            return Verdict(duplicate, ())
         found = self.fetch_memories(viewer, [memory_id for memory_id, _ in close])
         candidates = [Candidate(i, found[i].content, score) for i, score in close if i in found]
         return dedup.judge(write.memory.content, candidates)
-
-    def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
-        rows = self._read(
-            f"SELECT {MEMORY_COLUMNS} FROM memories "
-            "WHERE id = ? AND (agent_id = ? OR scope = 'shared')",
-            (memory_id, viewer_id),
-        )
-        if not rows:
-            raise NotFound(f"No memory with id {memory_id} is visible to this agent.")
-        return memory_from_row(rows[0])
-
-    def _owned(self, memory_id: int, owner_id: int) -> MemoryRecord:
-        record = self.get_memory(memory_id, owner_id)
-        if record.agent_id != owner_id and owner_id != PERSON:  # PERSON sees only shared ones
-            raise NotFound(
-                f"No memory with id {memory_id} belongs to this agent "
-                "(shared memories can only be changed by their author)."
-            )
-        return record
 
     def update_memory(
         self,
@@ -353,7 +272,7 @@ class SQLiteStore(HistoryRows, ConversationRows):
         written: Change = BY_AGENT,
     ) -> MemoryRecord:
         with self.atomic() as conn:
-            self._owned(memory_id, owner_id)
+            owned(self._session, memory_id, owner_id)
             latest = self._latest_version(conn, memory_id)
             fields: dict[str, Any] = {
                 name: getattr(value, "value", value)
@@ -380,22 +299,6 @@ class SQLiteStore(HistoryRows, ConversationRows):
     ) -> list[tuple[int, float]]:
         with self._lock:
             return self._index.search(viewer_id, vector, k, filters)
-
-    @staticmethod
-    def _filter_sql(viewer_id: int, filters: MemoryFilter) -> tuple[str, dict[str, Any]]:
-        """WHERE clauses over ``m`` (memories) for visibility and filters."""
-        if filters.scope is Scope.SHARED:
-            visibility = "m.scope = 'shared'"
-        elif filters.scope is Scope.PRIVATE:
-            visibility = "m.agent_id = :viewer AND m.scope = 'private'"
-        else:
-            visibility = "(m.agent_id = :viewer OR m.scope = 'shared')"
-        if filters.own:
-            visibility += " AND m.agent_id = :viewer"
-        clauses, params = filter_clauses(
-            filters, subject_column="lower(trim(m.subject))", prefix="m."
-        )
-        return " AND ".join([visibility, *clauses]), {**params, "viewer": viewer_id}
 
     def text_search(
         self,
@@ -425,7 +328,7 @@ class SQLiteStore(HistoryRows, ConversationRows):
         match = fts_query.fts5_match(terms, any_term=any_term)
         if k <= 0 or not match:
             return []
-        where, params = self._filter_sql(viewer_id, filters)
+        where, params = filter_sql(self._dialect, viewer_id, filters)
         order = "memory_fts.rank"
         if filters.subject is not None:
             order += ", m.created_at DESC, m.id DESC LIMIT :k"
@@ -454,30 +357,6 @@ class SQLiteStore(HistoryRows, ConversationRows):
         with self._lock:
             return self._index.vectors(viewer_id, ids)
 
-    def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
-        if not ids:
-            return {}
-        marks = ", ".join("?" for _ in ids)
-        rows = self._read(
-            f"SELECT {MEMORY_COLUMNS} FROM memories "
-            f"WHERE id IN ({marks}) AND (+agent_id = ? OR scope = 'shared')",
-            (*ids, viewer_id),
-        )
-        return {row[0]: memory_from_row(row) for row in rows}
-
-    def list_memories(
-        self, viewer_id: int, filters: MemoryFilter, limit: int, offset: int
-    ) -> tuple[list[MemoryRecord], int]:
-        where, params = self._filter_sql(viewer_id, filters)
-        with self._lock:
-            total = self._read(f"SELECT count(*) FROM memories m WHERE {where}", params)[0][0]
-            rows = self._read(
-                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where} "
-                "ORDER BY m.created_at DESC, m.id DESC LIMIT :limit OFFSET :offset",
-                {**params, "limit": limit, "offset": offset},
-            )
-        return [memory_from_row(row) for row in rows], int(total)
-
     def mark_retrieved(self, ids: Sequence[int]) -> None:
         if not ids:
             return
@@ -489,14 +368,6 @@ class SQLiteStore(HistoryRows, ConversationRows):
                 [(now, memory_id) for memory_id in ids],
             )
 
-    def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
-        rows = self._read(
-            "SELECT id, content, subject FROM memories WHERE embedding_state = 'pending' "
-            "ORDER BY id LIMIT ?",
-            (limit,),
-        )
-        return [PendingEmbedding(*row) for row in rows]
-
     def store_embedding(self, memory_id: int, content: str, vector: Vector) -> bool:
         with self.atomic() as conn:
             row = conn.execute(
@@ -507,10 +378,6 @@ class SQLiteStore(HistoryRows, ConversationRows):
                 return False
             self._index.write(memory_from_row(row), vector)
             return True
-
-    def count_pending(self) -> int:
-        rows = self._read("SELECT count(*) FROM memories WHERE embedding_state = 'pending'")
-        return int(rows[0][0])
 
     def memories_with_vectors(
         self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
@@ -543,56 +410,9 @@ class SQLiteStore(HistoryRows, ConversationRows):
                 )
         return [(record, vectors.get(record.id)) for record in records]
 
-    # profiles ---------------------------------------------------------------------------------
-    def get_profile(self, agent_id: int) -> ProfileRecord:
-        rows = self._read(
-            "SELECT agent_id, text, tokens, revision, last_rewrite_at, manually_edited_at, "
-            "updated_at FROM profiles WHERE agent_id = ?",
-            (agent_id,),
-        )
-        if not rows:
-            raise NotFound(f"No agent with id {agent_id}.")
-        return ProfileRecord(*rows[0])
+    # profile history, around AgentRows' profile writes ----------------------------------------
+    def _profile_before(self, s: Session, agent_id: int) -> None:
+        s.execute(PROFILE_BEFORE, (agent_id,))
 
-    def modify_profile(
-        self, agent_id: int, change: ProfileChange, *, manual: bool, written: Change = BY_AGENT
-    ) -> ProfileRecord:
-        with self.atomic():  # BEGIN IMMEDIATE: the read below is already under the write lock
-            current = self.get_profile(agent_id)
-            text, tokens = change(current)
-            return self.save_profile(
-                agent_id,
-                text,
-                tokens,
-                expected_revision=current.revision,
-                manual=manual,
-                written=written,
-            )
-
-    def save_profile(
-        self,
-        agent_id: int,
-        text: str,
-        tokens: int,
-        *,
-        expected_revision: int,
-        manual: bool,
-        written: Change = BY_AGENT,
-    ) -> ProfileRecord:
-        now = now_timestamp()
-        stamp = "manually_edited_at" if manual else "last_rewrite_at"
-        with self.atomic() as conn:
-            conn.execute(PROFILE_BEFORE, (agent_id,))
-            conn.execute(
-                f"UPDATE profiles SET text = ?, tokens = ?, revision = revision + 1, {stamp} = ?, "
-                "updated_at = ? WHERE agent_id = ? AND revision = ?",
-                (text, tokens, now, now, agent_id, expected_revision),
-            )
-            if conn.changes() == 0:
-                current = self.get_profile(agent_id)
-                raise ConflictError(
-                    f"The profile changed since it was read (revision {expected_revision}, now "
-                    f"{current.revision}). Re-read it and apply the edit again."
-                )
-            self._record_profile(conn, agent_id, written)
-            return self.get_profile(agent_id)
+    def _profile_after(self, s: Session, agent_id: int, written: Change) -> None:
+        self._record_profile(s.conn, agent_id, written)

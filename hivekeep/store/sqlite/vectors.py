@@ -21,6 +21,8 @@ import numpy.typing as npt
 
 from hivekeep.errors import StoreError
 from hivekeep.store.base import MemoryFilter, MemoryRecord, MemoryWrite, Vector
+from hivekeep.store.sql.memories import filter_clauses
+from hivekeep.store.sqlite.dialect import SQLITE
 from hivekeep.store.vector_cache import (
     RESET,
     VectorCache,
@@ -36,24 +38,6 @@ NO_FILTER = MemoryFilter()
 def encode_vector(vector: Vector) -> bytes:
     """Little-endian float32 bytes, the format sqlite-vec reads."""
     return np.asarray(vector, dtype="<f4").tobytes()
-
-
-def filter_clauses(
-    filters: MemoryFilter, *, subject_column: str, prefix: str
-) -> tuple[list[str], dict[str, Any]]:
-    """SQL conditions for the category / subject / since filters (shared by both search arms)."""
-    clauses: list[str] = []
-    params: dict[str, Any] = {}
-    if filters.category is not None:
-        clauses.append(f"{prefix}category = :category")
-        params["category"] = filters.category.value
-    if filters.subject is not None:
-        clauses.append(f"{subject_column} = :subject")
-        params["subject"] = subject_key(filters.subject)
-    if filters.since is not None:
-        clauses.append(f"{prefix}created_at >= :since")
-        params["since"] = filters.since
-    return clauses, params
 
 
 class Neighbours(Protocol):
@@ -181,7 +165,7 @@ class VectorIndex:
         if not self.exists():
             return []
         # The vec0 metadata columns hold the subject already trimmed and case-folded.
-        clauses, params = filter_clauses(filters, subject_column="subject", prefix="")
+        clauses, params = filter_clauses(SQLITE, filters, subject_column="subject", prefix="")
         clauses = ["embedding MATCH :vector", "k = :k", "audience IN (:viewer, 0)", *clauses]
         params |= {"vector": encode_vector(vector), "k": k, "viewer": viewer_id}
         try:

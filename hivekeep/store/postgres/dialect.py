@@ -1,0 +1,66 @@
+"""The PostgreSQL dialect: ``%s`` / ``%(name)s`` placeholders, real booleans, ``jsonb``,
+``bigint[]`` id lists, ``= ANY(array)`` and row locks (``FOR UPDATE``)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from hivekeep.store.sql.dialect import Dialect
+
+# A quoted string or a ``::`` cast (kept, % doubled), psycopg's own ``%s`` / ``%(name)s``
+# (kept), or ``?``, ``:name``, a bare ``%`` (translated).
+_TOKEN = re.compile(r"'(?:[^']|'')*'|::|%\(\w+\)s|%s|\?|(?<![\w:]):([A-Za-z_]\w*)|%")
+
+
+def _swap(match: re.Match[str]) -> str:
+    token = match.group(0)
+    if token == "?":
+        return "%s"
+    if token == "%":
+        return "%%"
+    if token.startswith("%"):  # already psycopg's (from ``mark``)
+        return token
+    if match.group(1) is not None:
+        return f"%({match.group(1)})s"
+    return token.replace("%", "%%")  # psycopg reads placeholders inside quoted strings too
+
+
+class PostgresDialect(Dialect):
+    FALSE = "false"
+    TRUE = "true"
+    FOR_UPDATE = " FOR UPDATE"
+    AGENT_NAME = "lower(name) = lower(?)"
+    UNIQUE_VIOLATION = psycopg.errors.UniqueViolation
+    SUBJECT_COLUMN = "m.subject_key"  # a generated column, trimmed and case-folded
+    VIEWER_COLUMN = "agent_id"
+
+    def mark(self, name: str) -> str:
+        return f"%({name})s"
+
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - one dialect object lives for the process
+    def translate(self, sql: str) -> str:
+        return _TOKEN.sub(_swap, sql)
+
+    def any_of(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(?)", [list(ids)]
+
+    def to_json(self, value: Any) -> Any:
+        return Jsonb(value)
+
+    def from_json(self, stored: Any) -> Any:
+        return stored
+
+    def to_ids(self, ids: Sequence[int]) -> Any:
+        return list(ids)
+
+    def from_ids(self, stored: Any) -> tuple[int, ...]:
+        return tuple(stored)
+
+
+POSTGRES = PostgresDialect()

@@ -1,0 +1,97 @@
+"""The PostgreSQL full-text arm: a GIN-indexed ``tsvector`` column (``memories.fts``, generated
+from content, subject and context), prefix queries per word, ranked by ``ts_rank`` (with BM25 idf
+weights for an any-term query). The SQLite store's arm is FTS5 (``sqlite/store.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg import sql
+
+from hivekeep.store.postgres import migrations
+
+_PUNCTUATION = str.maketrans(dict.fromkeys(migrations.SPLIT_PUNCTUATION, " "))
+
+
+def search_terms(terms: Sequence[str]) -> list[str]:
+    """The terms that can match anything: split punctuation turned into spaces, terms without a
+    letter or digit dropped (as ``fts_query.fts5_match`` drops them), repeats dropped."""
+    if isinstance(terms, str):
+        raise TypeError("text_search takes a sequence of words, not one string")
+    kept: list[str] = []
+    for term in terms:
+        cleaned = " ".join(term.translate(_PUNCTUATION).split())
+        if any(c.isalnum() for c in cleaned) and cleaned not in kept:
+            kept.append(cleaned)
+    return kept
+
+
+def ranked_search(
+    words: Sequence[str], where: str, params: dict[str, Any], k: int, *, any_term: bool
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The ranked search over ``m`` (memories) passing ``where`` (from ``filter_sql``), with its
+    parameters: best score first, then newer, then larger id."""
+    params |= {f"t{i}": word for i, word in enumerate(words)}
+    queries = [
+        sql.SQL("hivekeep_prefix_query({})").format(sql.Placeholder(f"t{i}"))
+        for i in range(len(words))
+    ]
+    if any_term and len(words) > 1:
+        query = _weighted_any_term(queries, sql.SQL(where), int(k))
+    else:
+        score = sql.SQL(" + ").join(
+            sql.SQL("ts_rank(m.fts, {}, 1)").format(query) for query in queries
+        )
+        query = sql.SQL(
+            "SELECT m.id FROM memories m WHERE m.fts @@ ({match}) AND {where} "
+            "ORDER BY {score} DESC, m.created_at DESC, m.id DESC LIMIT {k}"
+        ).format(
+            match=sql.SQL(" && ").join(queries),
+            where=sql.SQL(where),
+            score=score,
+            k=sql.Literal(int(k)),
+        )
+    return query, params
+
+
+def _weighted_any_term(queries: Sequence[sql.Composable], where: sql.SQL, k: int) -> sql.Composed:
+    """OR of the terms, each term's rank weighted by its BM25 idf, in one scan of the matches."""
+    n = len(queries)
+    numbers = [sql.Literal(i) for i in range(n)]
+    found = sql.SQL(", ").join(
+        sql.SQL("m.fts @@ {} AS h{}").format(query, i)
+        for i, query in zip(numbers, queries, strict=True)
+    )
+    ranks = sql.SQL(", ").join(
+        sql.SQL("CASE WHEN {} THEN ts_rank(m.fts, {}, 1) END AS r{}").format(where, query, i)
+        for i, query in zip(numbers, queries, strict=True)
+    )
+    counts = sql.SQL(", ").join(
+        sql.SQL("count(*) FILTER (WHERE h{0})::float8 AS n{0}").format(i) for i in numbers
+    )
+    idf = sql.SQL(", ").join(
+        sql.SQL("ln(1.0::float8 + (n - n{0} + 0.5::float8) / (n{0} + 0.5::float8)) AS i{0}").format(
+            i
+        )
+        for i in numbers
+    )
+    score = sql.SQL(" + ").join(sql.SQL("w.i{0} * hits.r{0}").format(i) for i in numbers)
+    return sql.SQL(
+        "WITH hits AS MATERIALIZED (SELECT m.id, m.created_at, {where} AS visible, {found}, "
+        "{ranks} FROM memories m WHERE m.fts @@ ({any})), "
+        "w AS (SELECT {idf} FROM (SELECT greatest(count(*), max(s.issued))::float8 AS n, "
+        "{counts} FROM hits, (SELECT coalesce(pg_sequence_last_value("
+        "pg_get_serial_sequence('memories', 'id')::regclass), 0) AS issued) s) c) "
+        "SELECT hits.id FROM hits, w WHERE hits.visible "
+        "ORDER BY {score} DESC, hits.created_at DESC, hits.id DESC LIMIT {k}"
+    ).format(
+        where=where,
+        any=sql.SQL(" || ").join(queries),
+        found=found,
+        ranks=ranks,
+        idf=idf,
+        counts=counts,
+        score=score,
+        k=sql.Literal(k),
+    )

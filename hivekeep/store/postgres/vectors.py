@@ -1,0 +1,29 @@
+"""The PostgreSQL vector arm's values: pgvector's text form of a vector, checked against the hive's
+embedding space. (The arm itself, an HNSW cosine scan, is ``PostgresStore.vector_search``.)"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hivekeep.errors import StoreError
+from hivekeep.store.base import EmbeddingSpace, Vector
+
+
+def vector_literal(vector: Vector) -> str:
+    """pgvector's text form, ``[x,y,...]``, exact for float32 (each value printed round-trip)."""
+    values = np.asarray(vector, dtype=np.float32)
+    if values.ndim != 1:
+        raise StoreError(f"A vector must be one-dimensional, got shape {values.shape}.")
+    if not np.all(np.isfinite(values)):
+        raise StoreError("A vector holds a NaN or infinite value.")
+    return "[" + ",".join(repr(float(x)) for x in values) + "]"
+
+
+def checked_vector(vector: Vector, space: EmbeddingSpace) -> str:
+    shape = np.shape(vector)
+    if shape != (space.dimension,):
+        raise StoreError(
+            f"The vector index refused a vector of shape {shape}: this hive's vectors have "
+            f"{space.dimension} dimensions."
+        )
+    return vector_literal(vector)

@@ -1,0 +1,79 @@
+"""What differs between the two SQL engines, and the session the shared SQL runs on.
+
+The shared modules (``conversations.py``, ...) write each statement once, with ``?`` and
+``:name`` placeholders, and ask the engine's ``Dialect`` for what truly differs: the placeholder
+style, boolean literals, row locks, an id list, how JSON and id arrays are stored. This is
+SQLAlchemy Core's split of its compiler from its dialects, in miniature; docs/storage.md says why
+hivekeep does not use SQLAlchemy itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+class Dialect:
+    """The engine-specific parts of a statement; subclassed once per engine."""
+
+    FALSE = "0"
+    TRUE = "1"
+    FOR_UPDATE = ""  # row lock suffix for a SELECT inside a transaction (SQLite: one writer)
+    AGENT_NAME = "name = ?"  # an agent by name, case-insensitively
+    UNIQUE_VIOLATION: type[Exception] = Exception  # what the driver raises for a taken name
+    SUBJECT_COLUMN = "lower(trim(m.subject))"  # the subject filter's side of ``m`` (memories)
+    VIEWER_COLUMN = "+agent_id"  # ``+``: SQLite's planner keeps to the id index for a few ids
+
+    def mark(self, name: str) -> str:
+        """A named placeholder in the driver's own style (kept as it is by ``translate``)."""
+        return f":{name}"
+
+    def translate(self, sql: str) -> str:
+        """The statement in the driver's placeholder style (canonical: ``?`` and ``:name``)."""
+        return sql
+
+    def any_of(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        """``column`` in ``ids``: the condition and its positional parameters (here one ``?``
+        an id, SQLite's way)."""
+        marks = ", ".join("?" * len(ids))
+        return f"{column} IN ({marks})", list(ids)
+
+    def to_json(self, value: Any) -> Any:
+        """A JSON value as the engine stores it."""
+        raise NotImplementedError
+
+    def from_json(self, stored: Any) -> Any:
+        """A stored JSON value (None stays None) as Python values."""
+        raise NotImplementedError
+
+    def to_ids(self, ids: Sequence[int]) -> Any:
+        """A list of ids (``summaries.source_ids``) as the engine stores it."""
+        raise NotImplementedError
+
+    def from_ids(self, stored: Any) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def flag(self, value: bool) -> Any:
+        """A boolean as a bound parameter."""
+        return value
+
+
+class Session:
+    """One connection (apsw or psycopg) as the shared SQL sees it: canonical statements in,
+    translated by the dialect, rows out."""
+
+    def __init__(self, conn: Any, dialect: Dialect) -> None:
+        self.conn = conn
+        self.dialect = dialect
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        sql = self.dialect.translate(sql)
+        return self.conn.execute(sql, params)
+
+    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        return list(self.execute(sql, params).fetchall())
+
+    def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any | None:
+        """The first row, or None; the statement is run to its end (an INSERT ... RETURNING)."""
+        rows = self.rows(sql, params)
+        return rows[0] if rows else None

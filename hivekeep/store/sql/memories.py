@@ -1,0 +1,141 @@
+"""Memory reads and the filters, written once for both SQL stores.
+
+The writes (insert with dedup, update, store an embedding) touch the vector arm, which differs by
+engine (sqlite-vec and the vector cache against a pgvector column), so each store keeps them and
+calls the lookups here inside its transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from hivekeep.errors import NotFound
+from hivekeep.store.base import PERSON, MemoryFilter, MemoryRecord, PendingEmbedding
+from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
+from hivekeep.store.sql.dialect import Dialect, Session
+from hivekeep.store.vector_cache import subject_key
+from hivekeep.types import Scope
+
+
+def filter_clauses(
+    d: Dialect, filters: MemoryFilter, *, subject_column: str, prefix: str
+) -> tuple[list[str], dict[str, Any]]:
+    """SQL conditions for the category / subject / since filters (named parameters)."""
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    if filters.category is not None:
+        clauses.append(f"{prefix}category = {d.mark('category')}")
+        params["category"] = filters.category.value
+    if filters.subject is not None:
+        clauses.append(f"{subject_column} = {d.mark('subject')}")
+        params["subject"] = subject_key(filters.subject)
+    if filters.since is not None:
+        clauses.append(f"{prefix}created_at >= {d.mark('since')}")
+        params["since"] = filters.since
+    return clauses, params
+
+
+def filter_sql(d: Dialect, viewer_id: int, filters: MemoryFilter) -> tuple[str, dict[str, Any]]:
+    """WHERE clauses over ``m`` (memories) for visibility and the filters, in the dialect's own
+    named placeholders (so that they also go into a statement the dialect builds itself)."""
+    viewer = d.mark("viewer")
+    if filters.scope is Scope.SHARED:
+        visibility = "m.scope = 'shared'"
+    elif filters.scope is Scope.PRIVATE:
+        visibility = f"m.agent_id = {viewer} AND m.scope = 'private'"
+    else:
+        visibility = f"(m.agent_id = {viewer} OR m.scope = 'shared')"
+    if filters.own:
+        visibility += f" AND m.agent_id = {viewer}"
+    clauses, params = filter_clauses(d, filters, subject_column=d.SUBJECT_COLUMN, prefix="m.")
+    return " AND ".join([visibility, *clauses]), {**params, "viewer": viewer_id}
+
+
+def visible(s: Session, memory_id: int, viewer_id: int) -> MemoryRecord:
+    row = s.one(
+        f"SELECT {MEMORY_COLUMNS} FROM memories "
+        "WHERE id = ? AND (agent_id = ? OR scope = 'shared')",
+        (memory_id, viewer_id),
+    )
+    if row is None:
+        raise NotFound(f"No memory with id {memory_id} is visible to this agent.")
+    return memory_from_row(row)
+
+
+def owned(s: Session, memory_id: int, owner_id: int) -> MemoryRecord:
+    record = visible(s, memory_id, owner_id)
+    if record.agent_id != owner_id and owner_id != PERSON:  # PERSON sees only shared ones
+        raise NotFound(
+            f"No memory with id {memory_id} belongs to this agent "
+            "(shared memories can only be changed by their author)."
+        )
+    return record
+
+
+def fetch(s: Session, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+    if not ids:
+        return {}
+    among, params = s.dialect.any_of("id", ids)
+    rows = s.rows(
+        f"SELECT {MEMORY_COLUMNS} FROM memories "
+        f"WHERE {among} AND ({s.dialect.VIEWER_COLUMN} = ? OR scope = 'shared')",
+        [*params, viewer_id],
+    )
+    return {row[0]: memory_from_row(row) for row in rows}
+
+
+def same_text(s: Session, text_key: str, author_id: int) -> int | None:
+    """The oldest memory visible to the author with this text key (the exact-duplicate check)."""
+    row = s.one(
+        "SELECT id FROM memories WHERE text_key = ? AND (agent_id = ? OR scope = 'shared') "
+        "ORDER BY id LIMIT 1",
+        (text_key, author_id),
+    )
+    return None if row is None else int(row[0])
+
+
+class MemoryRows:
+    """The memory reads of ``MemoryStore``; mixed into both SQL stores."""
+
+    _dialect: Dialect
+
+    def _reading(self) -> AbstractContextManager[Session]:
+        raise NotImplementedError  # provided by the store
+
+    def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
+        with self._reading() as s:
+            return visible(s, memory_id, viewer_id)
+
+    def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        with self._reading() as s:
+            return fetch(s, viewer_id, ids)
+
+    def list_memories(
+        self, viewer_id: int, filters: MemoryFilter, limit: int, offset: int
+    ) -> tuple[list[MemoryRecord], int]:
+        where, params = filter_sql(self._dialect, viewer_id, filters)
+        with self._reading() as s:
+            total = s.one(f"SELECT count(*) FROM memories m WHERE {where}", params)
+            rows = s.rows(
+                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where} "
+                f"ORDER BY m.created_at DESC, m.id DESC LIMIT {s.dialect.mark('limit')} "
+                f"OFFSET {s.dialect.mark('offset')}",
+                {**params, "limit": limit, "offset": offset},
+            )
+        return [memory_from_row(row) for row in rows], int(total[0]) if total else 0
+
+    def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
+        with self._reading() as s:
+            rows = s.rows(
+                "SELECT id, content, subject FROM memories WHERE embedding_state = 'pending' "
+                "ORDER BY id LIMIT ?",
+                (limit,),
+            )
+        return [PendingEmbedding(*row) for row in rows]
+
+    def count_pending(self) -> int:
+        with self._reading() as s:
+            row = s.one("SELECT count(*) FROM memories WHERE embedding_state = 'pending'")
+        return int(row[0]) if row else 0

@@ -1,0 +1,34 @@
+"""The SQLite dialect: ``?`` and ``:name`` as they are, 0/1 booleans, JSON as text, no row locks
+(one writer at a time holds the whole file: ``BEGIN IMMEDIATE``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from hivekeep.store.sql.dialect import Dialect
+
+
+class SQLiteDialect(Dialect):
+    UNIQUE_VIOLATION = apsw.ConstraintError  # agents.name is UNIQUE COLLATE NOCASE
+
+    def to_json(self, value: Any) -> Any:
+        return json.dumps(value)
+
+    def from_json(self, stored: Any) -> Any:
+        return None if stored is None else json.loads(stored)
+
+    def to_ids(self, ids: Sequence[int]) -> Any:
+        return json.dumps(list(ids))
+
+    def from_ids(self, stored: Any) -> tuple[int, ...]:
+        return tuple(json.loads(stored))
+
+    def flag(self, value: bool) -> Any:
+        return int(value)
+
+
+SQLITE = SQLiteDialect()
