@@ -50,6 +50,9 @@ class PostgresDialect(Dialect):
     def any_of(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(?)", [list(ids)]
 
+    def insert_or_ignore(self, insert: str) -> str:
+        return insert + " ON CONFLICT DO NOTHING"
+
     def to_json(self, value: Any) -> Any:
         return Jsonb(value)
 

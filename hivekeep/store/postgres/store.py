@@ -40,7 +40,6 @@ from hivekeep.store.base import (
     MemoryFilter,
     MemoryRecord,
     MemoryWrite,
-    ProfileRecord,
     Vector,
     _Keep,
 )
@@ -54,6 +53,7 @@ from hivekeep.store.sql import agents
 from hivekeep.store.sql.agents import AgentRows
 from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.history import VersionRows, latest_version, record_version
 from hivekeep.store.sql.memories import MemoryRows, fetch, filter_sql, owned, same_text, visible
 from hivekeep.store.vector_cache import subject_key
 
@@ -76,7 +76,7 @@ def redact(url: str) -> str:
     return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@/]*@", r"\1:***@", url, flags=re.IGNORECASE)
 
 
-class PostgresStore(AgentRows, MemoryRows, HistoryRows, ConversationRows):
+class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows):
     """``Store`` on a PostgreSQL database with pgvector; see the module docstring.
 
     >>> store = PostgresStore("postgresql://hive@db.internal/hivekeep")   # doctest: +SKIP
@@ -337,7 +337,7 @@ class PostgresStore(AgentRows, MemoryRows, HistoryRows, ConversationRows):
         with self._transaction() as conn:
             conn.execute("SELECT 1 FROM memories WHERE id = %s FOR UPDATE", (memory_id,))
             owned(_session(conn), memory_id, owner_id)
-            latest = history.latest_version(conn, memory_id)
+            latest = latest_version(_session(conn), memory_id)
             fields: dict[str, Any] = {
                 name: getattr(value, "value", value)
                 for name in ("content", "category", "subject", "importance", "scope")
@@ -377,25 +377,8 @@ class PostgresStore(AgentRows, MemoryRows, HistoryRows, ConversationRows):
                 {**fields, "id": memory_id},
             ).fetchone()
             assert row is not None
-            history.record_version(conn, memory_id, latest, written, self.history_limit)
+            record_version(_session(conn), memory_id, latest, written, self.history_limit)
             return memory_from_row(row)
-
-    # lookups inside a transaction, for HistoryRows
-    def _visible_memory(self, conn: Connection, memory_id: int, viewer_id: int) -> MemoryRecord:
-        return visible(_session(conn), memory_id, viewer_id)
-
-    def _owned_memory(self, conn: Connection, memory_id: int, owner_id: int) -> MemoryRecord:
-        return owned(_session(conn), memory_id, owner_id)
-
-    def _profile_of(self, conn: Connection, agent_id: int) -> ProfileRecord:
-        return agents.profile(_session(conn), agent_id)
-
-    # profile history, around AgentRows' profile writes
-    def _profile_before(self, s: Session, agent_id: int) -> None:
-        s.conn.execute(history.PROFILE_BEFORE, (agent_id,))
-
-    def _profile_after(self, s: Session, agent_id: int, written: Change) -> None:
-        history.record_profile(s.conn, agent_id, written, self.history_limit)
 
     def vector_search(
         self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter

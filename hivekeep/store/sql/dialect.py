@@ -38,6 +38,10 @@ class Dialect:
         marks = ", ".join("?" * len(ids))
         return f"{column} IN ({marks})", list(ids)
 
+    def insert_or_ignore(self, insert: str) -> str:
+        """An ``INSERT ...`` that skips a row whose key is taken."""
+        return "INSERT OR IGNORE" + insert[len("INSERT") :]
+
     def to_json(self, value: Any) -> Any:
         """A JSON value as the engine stores it."""
         raise NotImplementedError

@@ -25,54 +25,31 @@ import numpy as np
 import numpy.typing as npt
 
 from hivekeep.core.text import normalise_text, now_timestamp
-from hivekeep.errors import ConflictError, NotFound
+from hivekeep.errors import NotFound
 from hivekeep.store.base import (
     PERSON,
     AgentRecord,
     Change,
     EmbeddingSpace,
     MemoryRecord,
-    MemoryVersion,
     NewMemory,
-    ProfileRecord,
-    ProfileVersion,
     TrashedMemory,
     Vector,
 )
 from hivekeep.store.rows import (
-    CREATOR_SQL,
     MEMORY_COLUMNS,
-    PROFILE_VERSION_COLUMNS,
     STORED_COLUMNS,
-    VERSION_COLUMNS,
     author_of,
     described,
-    first_version,
     memory_from_row,
-    profile_version_from_row,
-    profile_version_values,
-    version_from_row,
-    version_values,
-    with_current,
 )
 from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.history import record_change
 from hivekeep.store.sql.memories import owned
 from hivekeep.store.sqlite.vectors import VectorIndex
 from hivekeep.types import Actor, Operation
 
 log = logging.getLogger(__name__)
-
-_SNAPSHOT = "content, category, subject, importance, scope"
-# The state of a profile before its first recorded write (a new agent's empty profile, or one
-# written before history existed: who wrote it is inferred from its stamps).
-PROFILE_BEFORE = (
-    "INSERT OR IGNORE INTO profile_versions(" + PROFILE_VERSION_COLUMNS + ") "
-    "SELECT agent_id, revision, text, tokens, updated_at, "
-    "CASE WHEN revision = 0 OR manually_edited_at = updated_at THEN 'person' "
-    "ELSE 'maintenance' END, "
-    "CASE WHEN revision = 0 THEN 'create' WHEN manually_edited_at = updated_at THEN 'set' "
-    "ELSE 'rewrite' END FROM profiles WHERE agent_id = ?"
-)
 
 
 class HistoryRows:
@@ -97,53 +74,6 @@ class HistoryRows:
     def embedding_space(self) -> EmbeddingSpace | None:
         raise NotImplementedError  # provided by SQLiteStore
 
-    # versions (inside the caller's transaction) ---------------------------------------------
-    def _latest_version(self, conn: Any, memory_id: int) -> int:
-        """The newest recorded version, recording version 1 (the memory as written) if none is.
-
-        Call before changing the row: a memory never changed has no versions stored."""
-        row = conn.execute(
-            "SELECT max(version) FROM memory_versions WHERE memory_id = ?", (memory_id,)
-        ).fetchone()
-        if row[0] is not None:
-            return int(row[0])
-        conn.execute(
-            f"INSERT INTO memory_versions({VERSION_COLUMNS}) SELECT id, 1, {_SNAPSHOT}, "
-            f"created_at, {CREATOR_SQL}, 'create' FROM memories WHERE id = ?",
-            (memory_id,),
-        )
-        return 1
-
-    def _record_version(self, conn: Any, memory_id: int, previous: int, written: Change) -> None:
-        """The memory's current state as version ``previous + 1``; old ones pruned."""
-        version = previous + 1
-        conn.execute(
-            f"INSERT INTO memory_versions({VERSION_COLUMNS}) SELECT id, ?, {_SNAPSHOT}, ?, ?, ? "
-            "FROM memories WHERE id = ?",
-            (version, now_timestamp(), written.by.value, written.operation.value, memory_id),
-        )
-        if version > self.history_limit:  # else nothing to prune: one statement saved per write
-            conn.execute(
-                "DELETE FROM memory_versions WHERE memory_id = ? AND version <= ?",
-                (memory_id, version - self.history_limit),
-            )
-
-    def memory_history(self, memory_id: int, viewer_id: int) -> list[MemoryVersion]:
-        with self.atomic():
-            try:
-                live: MemoryRecord | None = self.get_memory(memory_id, viewer_id)
-            except NotFound:
-                live = None
-                self._trashed(memory_id, viewer_id)  # raises NotFound when not the viewer's
-            rows = self._read(
-                f"SELECT {VERSION_COLUMNS} FROM memory_versions WHERE memory_id = ? "
-                "ORDER BY version DESC",
-                (memory_id,),
-            )
-        if not rows and live is not None:
-            return [first_version(live)]
-        return [version_from_row(row) for row in rows]
-
     # the trash --------------------------------------------------------------------------------
     def _trashed(self, memory_id: int, owner_id: int) -> Any:
         row = self._conn.execute(
@@ -157,8 +87,9 @@ class HistoryRows:
     def delete_memory(self, memory_id: int, owner_id: int, *, by: Actor = Actor.AGENT) -> None:
         with self.atomic() as conn:
             owned(self._session, memory_id, owner_id)
-            latest = self._latest_version(conn, memory_id)
-            self._record_version(conn, memory_id, latest, Change(by, Operation.FORGET))
+            record_change(
+                self._session, memory_id, Change(by, Operation.FORGET), self.history_limit
+            )
             blob = None
             if self._index.exists():
                 found = conn.execute(
@@ -187,23 +118,10 @@ class HistoryRows:
             if state == "ready" and blob is not None:
                 vector = np.frombuffer(blob, dtype="<f4").astype(np.float32)
             self._index.write(record, vector, new=True)
-            latest = self._latest_version(conn, memory_id)
-            self._record_version(conn, memory_id, latest, Change(by, Operation.RESTORE))
+            record_change(
+                self._session, memory_id, Change(by, Operation.RESTORE), self.history_limit
+            )
             return self.get_memory(memory_id, owner_id)
-
-    def list_trash(self, owner_id: int, limit: int, offset: int) -> tuple[list[TrashedMemory], int]:
-        where = "scope = 'shared'" if owner_id == PERSON else "agent_id = :owner"
-        with self.atomic():
-            total = self._read(
-                f"SELECT count(*) FROM memory_trash WHERE {where}", {"owner": owner_id}
-            )
-            rows = self._read(
-                f"SELECT {MEMORY_COLUMNS}, deleted_at, deleted_by FROM memory_trash "
-                f"WHERE {where} ORDER BY deleted_at DESC, id DESC LIMIT :limit OFFSET :offset",
-                {"owner": owner_id, "limit": limit, "offset": offset},
-            )
-        trashed = [TrashedMemory(memory_from_row(r), r[16], Actor(r[17])) for r in rows]
-        return trashed, int(total[0][0])
 
     # purge ------------------------------------------------------------------------------------
     def _erase(self, conn: Any, ids: Sequence[int]) -> int:
@@ -294,17 +212,6 @@ class HistoryRows:
             for r in rows
         ]
 
-    def put_memory_versions(self, memory_id: int, versions: Sequence[MemoryVersion]) -> None:
-        kept = sorted(versions, key=lambda v: v.version)[-self.history_limit :]
-        with self.atomic() as conn:
-            conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
-            for v in kept:
-                conn.execute(
-                    f"INSERT INTO memory_versions({VERSION_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (memory_id, *version_values(v)),
-                )
-
     def put_trashed_memory(
         self, memory: NewMemory, vector: Vector | None, *, deleted_at: str, deleted_by: Actor
     ) -> int | None:
@@ -369,66 +276,3 @@ class HistoryRows:
             "DELETE FROM memory_trash WHERE agent_id = ? AND scope = 'private'", (agent_id,)
         )
         conn.execute("UPDATE memory_trash SET agent_id = NULL WHERE agent_id = ?", (agent_id,))
-
-    # profiles ---------------------------------------------------------------------------------
-    def _record_profile(self, conn: Any, agent_id: int, written: Change) -> None:
-        """After a profile write: its new revision as a version (the one before it recorded
-        first, if it was not), old versions pruned. ``PROFILE_BEFORE`` ran before the write."""
-        conn.execute(
-            f"INSERT OR REPLACE INTO profile_versions({PROFILE_VERSION_COLUMNS}) "
-            "SELECT agent_id, revision, text, tokens, updated_at, ?, ? FROM profiles "
-            "WHERE agent_id = ?",
-            (written.by.value, written.operation.value, agent_id),
-        )
-        conn.execute(
-            "DELETE FROM profile_versions WHERE agent_id = ? AND version <= "
-            "(SELECT revision FROM profiles WHERE agent_id = ?) - ?",
-            (agent_id, agent_id, self.history_limit),
-        )
-
-    def get_profile(self, agent_id: int) -> ProfileRecord:
-        raise NotImplementedError  # provided by SQLiteStore
-
-    def profile_history(self, agent_id: int) -> list[ProfileVersion]:
-        with self.atomic():
-            current = self.get_profile(agent_id)
-            rows = self._read(
-                f"SELECT {PROFILE_VERSION_COLUMNS} FROM profile_versions WHERE agent_id = ? "
-                "ORDER BY version DESC",
-                (agent_id,),
-            )
-        return with_current(current, [profile_version_from_row(row) for row in rows])
-
-    def put_profile_history(
-        self, profile: ProfileRecord, versions: Sequence[ProfileVersion]
-    ) -> ProfileRecord:
-        kept = sorted(versions, key=lambda v: v.version)[-self.history_limit :]
-        with self.atomic() as conn:
-            conn.execute(
-                "UPDATE profiles SET text = ?, tokens = ?, revision = ?, last_rewrite_at = ?, "
-                "manually_edited_at = ?, updated_at = coalesce(?, updated_at) "
-                "WHERE agent_id = ? AND revision = 0 AND NOT EXISTS "
-                "(SELECT 1 FROM profile_versions WHERE agent_id = ?)",
-                (
-                    profile.text,
-                    profile.tokens,
-                    profile.revision,
-                    profile.last_rewrite_at,
-                    profile.manually_edited_at,
-                    profile.updated_at,
-                    profile.agent_id,
-                    profile.agent_id,
-                ),
-            )
-            if conn.changes() == 0:
-                raise ConflictError(
-                    f"The profile of agent {profile.agent_id} has been written; an import puts "
-                    "a history only into a profile never written."
-                )
-            for v in kept:
-                conn.execute(
-                    f"INSERT INTO profile_versions({PROFILE_VERSION_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (profile.agent_id, *profile_version_values(v)),
-                )
-            return self.get_profile(profile.agent_id)

@@ -44,9 +44,10 @@ from hivekeep.store.rows import MEMORY_COLUMNS, author_of, described, memory_fro
 from hivekeep.store.sql.agents import AgentRows
 from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.history import VersionRows, latest_version, record_version
 from hivekeep.store.sql.memories import MemoryRows, filter_sql, owned, same_text
 from hivekeep.store.sqlite.dialect import SQLITE
-from hivekeep.store.sqlite.history import PROFILE_BEFORE, HistoryRows
+from hivekeep.store.sqlite.history import HistoryRows
 from hivekeep.store.sqlite.leases import RowLeases
 from hivekeep.store.sqlite.vectors import VectorIndex
 from hivekeep.store.vector_cache import VectorCache
@@ -64,7 +65,7 @@ def _best_first(hits: list[tuple[int, float, str]]) -> list[tuple[int, float, st
     return hits
 
 
-class SQLiteStore(AgentRows, MemoryRows, HistoryRows, ConversationRows, RowLeases):
+class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, RowLeases):
     """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations).
 
     ``vector_cache`` (default True) serves vector reads from an in-process copy of the index that
@@ -273,7 +274,7 @@ class SQLiteStore(AgentRows, MemoryRows, HistoryRows, ConversationRows, RowLease
     ) -> MemoryRecord:
         with self.atomic() as conn:
             owned(self._session, memory_id, owner_id)
-            latest = self._latest_version(conn, memory_id)
+            latest = latest_version(self._session, memory_id)
             fields: dict[str, Any] = {
                 name: getattr(value, "value", value)
                 for name in ("content", "category", "subject", "importance", "scope")
@@ -286,7 +287,7 @@ class SQLiteStore(AgentRows, MemoryRows, HistoryRows, ConversationRows, RowLease
             conn.execute(
                 f"UPDATE memories SET {assignments} WHERE id = :id", {**fields, "id": memory_id}
             )
-            self._record_version(conn, memory_id, latest, written)
+            record_version(self._session, memory_id, latest, written, self.history_limit)
             record = self.get_memory(memory_id, owner_id)
             if not isinstance(vector, _Keep):
                 self._index.write(record, vector)
@@ -409,10 +410,3 @@ class SQLiteStore(AgentRows, MemoryRows, HistoryRows, ConversationRows, RowLease
                     for i, blob in rows
                 )
         return [(record, vectors.get(record.id)) for record in records]
-
-    # profile history, around AgentRows' profile writes ----------------------------------------
-    def _profile_before(self, s: Session, agent_id: int) -> None:
-        s.execute(PROFILE_BEFORE, (agent_id,))
-
-    def _profile_after(self, s: Session, agent_id: int, written: Change) -> None:
-        self._record_profile(s.conn, agent_id, written)

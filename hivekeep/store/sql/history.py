@@ -1,0 +1,214 @@
+"""Memory and profile versions, and reading the trash, written once for both SQL stores.
+
+A mixin; the host gives ``_atomic()``, ``_reading()`` and ``history_limit``. What differs by engine
+(moving a memory into and out of the trash with its vector, purging, importing a trashed memory
+under an id of the memories' own sequence) stays in each engine's ``history.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from hivekeep.core.text import now_timestamp
+from hivekeep.errors import ConflictError, NotFound
+from hivekeep.store.base import (
+    PERSON,
+    Change,
+    MemoryRecord,
+    MemoryVersion,
+    ProfileRecord,
+    ProfileVersion,
+    TrashedMemory,
+)
+from hivekeep.store.rows import (
+    CREATOR_SQL,
+    MEMORY_COLUMNS,
+    PROFILE_VERSION_COLUMNS,
+    VERSION_COLUMNS,
+    first_version,
+    memory_from_row,
+    profile_version_from_row,
+    profile_version_values,
+    version_from_row,
+    version_values,
+    with_current,
+)
+from hivekeep.store.sql import agents
+from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.memories import visible
+from hivekeep.types import Actor
+
+_SNAPSHOT = "content, category, subject, importance, scope"
+# The state of a profile before its first recorded write (a new agent's empty profile, or one
+# written before history existed: who wrote it is inferred from its stamps).
+_PROFILE_BEFORE = (
+    "INSERT INTO profile_versions(" + PROFILE_VERSION_COLUMNS + ") "
+    "SELECT agent_id, revision, text, tokens, updated_at, "
+    "CASE WHEN revision = 0 OR manually_edited_at = updated_at THEN 'person' "
+    "ELSE 'maintenance' END, "
+    "CASE WHEN revision = 0 THEN 'create' WHEN manually_edited_at = updated_at THEN 'set' "
+    "ELSE 'rewrite' END FROM profiles WHERE agent_id = ?"
+)
+
+
+def latest_version(s: Session, memory_id: int) -> int:
+    """The newest recorded version, recording version 1 (the memory as written) if none is.
+
+    Call before changing the row: a memory never changed has no versions stored."""
+    row = s.one("SELECT max(version) FROM memory_versions WHERE memory_id = ?", (memory_id,))
+    if row is not None and row[0] is not None:
+        return int(row[0])
+    s.execute(
+        f"INSERT INTO memory_versions({VERSION_COLUMNS}) SELECT id, 1, {_SNAPSHOT}, "
+        f"created_at, {CREATOR_SQL}, 'create' FROM memories WHERE id = ?",
+        (memory_id,),
+    )
+    return 1
+
+
+def record_version(s: Session, memory_id: int, previous: int, written: Change, limit: int) -> None:
+    """The memory's current state as version ``previous + 1``; versions past ``limit`` pruned."""
+    version = previous + 1
+    s.execute(
+        f"INSERT INTO memory_versions({VERSION_COLUMNS}) SELECT id, ?, {_SNAPSHOT}, ?, ?, ? "
+        "FROM memories WHERE id = ?",
+        (version, now_timestamp(), written.by.value, written.operation.value, memory_id),
+    )
+    if version > limit:  # else nothing to prune: one statement saved per write
+        s.execute(
+            "DELETE FROM memory_versions WHERE memory_id = ? AND version <= ?",
+            (memory_id, version - limit),
+        )
+
+
+def record_change(s: Session, memory_id: int, written: Change, limit: int) -> None:
+    """The memory's current state as its next version (a forget or a restore)."""
+    record_version(s, memory_id, latest_version(s, memory_id), written, limit)
+
+
+def in_trash(s: Session, memory_id: int, owner_id: int, *, lock: bool = False) -> None:
+    """NotFound unless the memory is in the owner's trash (PERSON: a shared one)."""
+    row = s.one(
+        "SELECT agent_id, scope FROM memory_trash WHERE id = ?"
+        + (s.dialect.FOR_UPDATE if lock else ""),
+        (memory_id,),
+    )
+    if row is None or not (row[0] == owner_id or (owner_id == PERSON and row[1] == "shared")):
+        raise NotFound(f"No memory with id {memory_id} is in this agent's trash.")
+
+
+class VersionRows:
+    """Versions and the trash's listing; mixed into both SQL stores."""
+
+    history_limit: int
+
+    def _atomic(self) -> AbstractContextManager[Session]:
+        raise NotImplementedError  # provided by the store
+
+    def memory_history(self, memory_id: int, viewer_id: int) -> list[MemoryVersion]:
+        with self._atomic() as s:
+            try:
+                live: MemoryRecord | None = visible(s, memory_id, viewer_id)
+            except NotFound:
+                live = None
+                in_trash(s, memory_id, viewer_id)  # raises NotFound when not the viewer's
+            rows = s.rows(
+                f"SELECT {VERSION_COLUMNS} FROM memory_versions WHERE memory_id = ? "
+                "ORDER BY version DESC",
+                (memory_id,),
+            )
+        if not rows and live is not None:
+            return [first_version(live)]
+        return [version_from_row(row) for row in rows]
+
+    def list_trash(self, owner_id: int, limit: int, offset: int) -> tuple[list[TrashedMemory], int]:
+        where = "scope = 'shared'" if owner_id == PERSON else "agent_id = :owner"
+        params: dict[str, Any] = {"owner": owner_id, "limit": limit, "offset": offset}
+        with self._atomic() as s:
+            total = s.one(f"SELECT count(*) FROM memory_trash WHERE {where}", params)
+            rows = s.rows(
+                f"SELECT {MEMORY_COLUMNS}, deleted_at, deleted_by FROM memory_trash "
+                f"WHERE {where} ORDER BY deleted_at DESC, id DESC LIMIT :limit OFFSET :offset",
+                params,
+            )
+        trashed = [TrashedMemory(memory_from_row(r), r[16], Actor(r[17])) for r in rows]
+        return trashed, int(total[0]) if total else 0
+
+    def put_memory_versions(self, memory_id: int, versions: Sequence[MemoryVersion]) -> None:
+        kept = sorted(versions, key=lambda v: v.version)[-self.history_limit :]
+        with self._atomic() as s:
+            s.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+            for v in kept:
+                s.execute(
+                    f"INSERT INTO memory_versions({VERSION_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (memory_id, *version_values(v)),
+                )
+
+    # profiles ---------------------------------------------------------------------------------
+    def _profile_before(self, s: Session, agent_id: int) -> None:
+        """Before a profile write: its state recorded as a version, if it is not yet."""
+        s.execute(s.dialect.insert_or_ignore(_PROFILE_BEFORE), (agent_id,))
+
+    def _profile_after(self, s: Session, agent_id: int, written: Change) -> None:
+        """After a profile write: its new revision as a version, old versions pruned."""
+        s.execute(
+            f"INSERT INTO profile_versions({PROFILE_VERSION_COLUMNS}) "
+            "SELECT agent_id, revision, text, tokens, updated_at, ?, ? FROM profiles "
+            "WHERE agent_id = ? ON CONFLICT (agent_id, version) DO UPDATE SET "
+            "text = excluded.text, tokens = excluded.tokens, changed_at = excluded.changed_at, "
+            "changed_by = excluded.changed_by, operation = excluded.operation",
+            (written.by.value, written.operation.value, agent_id),
+        )
+        s.execute(
+            "DELETE FROM profile_versions WHERE agent_id = ? AND version <= "
+            "(SELECT revision FROM profiles WHERE agent_id = ?) - ?",
+            (agent_id, agent_id, self.history_limit),
+        )
+
+    def profile_history(self, agent_id: int) -> list[ProfileVersion]:
+        with self._atomic() as s:
+            current = agents.profile(s, agent_id)
+            rows = s.rows(
+                f"SELECT {PROFILE_VERSION_COLUMNS} FROM profile_versions WHERE agent_id = ? "
+                "ORDER BY version DESC",
+                (agent_id,),
+            )
+        return with_current(current, [profile_version_from_row(row) for row in rows])
+
+    def put_profile_history(
+        self, profile: ProfileRecord, versions: Sequence[ProfileVersion]
+    ) -> ProfileRecord:
+        p = profile
+        kept = sorted(versions, key=lambda v: v.version)[-self.history_limit :]
+        with self._atomic() as s:
+            written = s.one(
+                "UPDATE profiles SET text = ?, tokens = ?, revision = ?, last_rewrite_at = ?, "
+                "manually_edited_at = ?, updated_at = coalesce(?, updated_at) "
+                "WHERE agent_id = ? AND revision = 0 AND NOT EXISTS "
+                "(SELECT 1 FROM profile_versions WHERE agent_id = ?) RETURNING agent_id",
+                (
+                    p.text,
+                    p.tokens,
+                    p.revision,
+                    p.last_rewrite_at,
+                    p.manually_edited_at,
+                    p.updated_at,
+                    p.agent_id,
+                    p.agent_id,
+                ),
+            )
+            if written is None:
+                raise ConflictError(
+                    f"The profile of agent {p.agent_id} has been written; an import puts "
+                    "a history only into a profile never written."
+                )
+            for v in kept:
+                s.execute(
+                    f"INSERT INTO profile_versions({PROFILE_VERSION_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (p.agent_id, *profile_version_values(v)),
+                )
+            return agents.profile(s, p.agent_id)
