@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
+from hivekeep.errors import StoreError
 from hivekeep.store.sql.dialect import Dialect
 
 # A quoted string or a ``::`` cast (kept, % doubled), psycopg's own ``%s`` / ``%(name)s``
@@ -37,6 +39,7 @@ class PostgresDialect(Dialect):
     FOR_UPDATE = " FOR UPDATE"
     AGENT_NAME = "lower(name) = lower(?)"
     UNIQUE_VIOLATION = psycopg.errors.UniqueViolation
+    SUBJECT_KEY_STORED = True
     SUBJECT_COLUMN = "m.subject_key"  # a generated column, trimmed and case-folded
     VIEWER_COLUMN = "agent_id"
 
@@ -49,6 +52,13 @@ class PostgresDialect(Dialect):
 
     def any_of(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(?)", [list(ids)]
+
+    @contextmanager
+    def refused_values(self) -> Iterator[None]:
+        try:
+            yield
+        except psycopg.errors.DataException as exc:
+            raise StoreError(f"PostgreSQL refused a value: {exc}".rstrip()) from exc
 
     def insert_or_ignore(self, insert: str) -> str:
         return insert + " ON CONFLICT DO NOTHING"

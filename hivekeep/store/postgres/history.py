@@ -42,8 +42,9 @@ from hivekeep.store.rows import (
     memory_from_row,
 )
 from hivekeep.store.sql.dialect import Session
-from hivekeep.store.sql.history import in_trash, record_change
+from hivekeep.store.sql.history import in_trash
 from hivekeep.store.sql.memories import owned, visible
+from hivekeep.store.sql.versions import record_change
 from hivekeep.store.vector_cache import subject_key
 from hivekeep.types import Actor, Operation
 

@@ -28,15 +28,11 @@ from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import StoreError
 from hivekeep.store.base import (
-    BY_AGENT,
     HISTORY_LIMIT,
-    KEEP,
     PERSON,
     AgentFootprint,
-    Change,
     EmbeddingSpace,
     Inserted,
-    MemoryChanges,
     MemoryFilter,
     MemoryRecord,
     MemoryWrite,
@@ -53,8 +49,8 @@ from hivekeep.store.sql import agents
 from hivekeep.store.sql.agents import AgentRows
 from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
-from hivekeep.store.sql.history import VersionRows, latest_version, record_version
-from hivekeep.store.sql.memories import MemoryRows, fetch, filter_sql, owned, same_text, visible
+from hivekeep.store.sql.history import VersionRows
+from hivekeep.store.sql.memories import MemoryRows, fetch, filter_sql, same_text, visible
 from hivekeep.store.vector_cache import subject_key
 
 Connection = psycopg.Connection[TupleRow]
@@ -324,61 +320,25 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
                 )
         return results
 
-    def update_memory(
-        self,
-        memory_id: int,
-        owner_id: int,
-        changes: MemoryChanges,
-        *,
-        text_key: str | None,
-        vector: Vector | _Keep | None,
-        written: Change = BY_AGENT,
-    ) -> MemoryRecord:
-        with self._transaction() as conn:
-            conn.execute("SELECT 1 FROM memories WHERE id = %s FOR UPDATE", (memory_id,))
-            owned(_session(conn), memory_id, owner_id)
-            latest = latest_version(_session(conn), memory_id)
-            fields: dict[str, Any] = {
-                name: getattr(value, "value", value)
-                for name in ("content", "category", "subject", "importance", "scope")
-                if (value := getattr(changes, name)) is not KEEP
-            }
-            if "subject" in fields:
-                fields["subject_key"] = subject_key(fields["subject"])
-            if text_key is not None:
-                fields["text_key"] = text_key
-            fields["updated_at"] = now_timestamp()
-            assignments = [
-                sql.SQL("{} = {}").format(sql.Identifier(name), sql.Placeholder(name))
-                for name in fields
-            ]
-            if not isinstance(vector, _Keep):
-                space = agents.space(_session(conn))
-                literal = None
-                if vector is not None and space is not None:
-                    literal = checked_vector(vector, space)
-                fields |= {
-                    "embedding": literal,
-                    "embedding_state": "pending" if literal is None else "ready",
-                    "embedding_model": None if literal is None or space is None else space.model,
-                }
-                assignments += [
-                    sql.SQL("embedding = {}::vector").format(sql.Placeholder("embedding")),
-                    sql.SQL("embedding_state = {}").format(sql.Placeholder("embedding_state")),
-                    sql.SQL("embedding_model = {}").format(sql.Placeholder("embedding_model")),
-                ]
-            row = _execute(
-                conn,
-                sql.SQL("UPDATE memories SET {} WHERE id = {} RETURNING {}").format(
-                    sql.SQL(", ").join(assignments),
-                    sql.Placeholder("id"),
-                    sql.SQL(MEMORY_COLUMNS),
-                ),
-                {**fields, "id": memory_id},
-            ).fetchone()
-            assert row is not None
-            record_version(_session(conn), memory_id, latest, written, self.history_limit)
-            return memory_from_row(row)
+    def _vector_columns(
+        self, s: Session, fields: dict[str, Any], vector: Vector | _Keep | None
+    ) -> list[str]:
+        if isinstance(vector, _Keep):
+            return []
+        space = agents.space(s)
+        literal = None
+        if vector is not None and space is not None:
+            literal = checked_vector(vector, space)
+        fields |= {
+            "embedding": literal,
+            "embedding_state": "pending" if literal is None else "ready",
+            "embedding_model": None if literal is None or space is None else space.model,
+        }
+        return [
+            "embedding = :embedding::vector",
+            "embedding_state = :embedding_state",
+            "embedding_model = :embedding_model",
+        ]
 
     def vector_search(
         self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter

@@ -9,7 +9,8 @@ hivekeep does not use SQLAlchemy itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -21,6 +22,7 @@ class Dialect:
     FOR_UPDATE = ""  # row lock suffix for a SELECT inside a transaction (SQLite: one writer)
     AGENT_NAME = "name = ?"  # an agent by name, case-insensitively
     UNIQUE_VIOLATION: type[Exception] = Exception  # what the driver raises for a taken name
+    SUBJECT_KEY_STORED = False  # memories.subject_key is a column of its own (PostgreSQL)
     SUBJECT_COLUMN = "lower(trim(m.subject))"  # the subject filter's side of ``m`` (memories)
     VIEWER_COLUMN = "+agent_id"  # ``+``: SQLite's planner keeps to the id index for a few ids
 
@@ -37,6 +39,12 @@ class Dialect:
         an id, SQLite's way)."""
         marks = ", ".join("?" * len(ids))
         return f"{column} IN ({marks})", list(ids)
+
+    @contextmanager
+    def refused_values(self) -> Iterator[None]:
+        """Around a write of user values: the driver's refusal of one becomes ``StoreError``
+        (SQLite stores any value its column's affinity allows: nothing to translate)."""
+        yield
 
     def insert_or_ignore(self, insert: str) -> str:
         """An ``INSERT ...`` that skips a row whose key is taken."""

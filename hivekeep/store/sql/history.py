@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from hivekeep.core.text import now_timestamp
 from hivekeep.errors import ConflictError, NotFound
 from hivekeep.store.base import (
     PERSON,
@@ -23,7 +22,6 @@ from hivekeep.store.base import (
     TrashedMemory,
 )
 from hivekeep.store.rows import (
-    CREATOR_SQL,
     MEMORY_COLUMNS,
     PROFILE_VERSION_COLUMNS,
     VERSION_COLUMNS,
@@ -40,7 +38,6 @@ from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.memories import visible
 from hivekeep.types import Actor
 
-_SNAPSHOT = "content, category, subject, importance, scope"
 # The state of a profile before its first recorded write (a new agent's empty profile, or one
 # written before history existed: who wrote it is inferred from its stamps).
 _PROFILE_BEFORE = (
@@ -51,41 +48,6 @@ _PROFILE_BEFORE = (
     "CASE WHEN revision = 0 THEN 'create' WHEN manually_edited_at = updated_at THEN 'set' "
     "ELSE 'rewrite' END FROM profiles WHERE agent_id = ?"
 )
-
-
-def latest_version(s: Session, memory_id: int) -> int:
-    """The newest recorded version, recording version 1 (the memory as written) if none is.
-
-    Call before changing the row: a memory never changed has no versions stored."""
-    row = s.one("SELECT max(version) FROM memory_versions WHERE memory_id = ?", (memory_id,))
-    if row is not None and row[0] is not None:
-        return int(row[0])
-    s.execute(
-        f"INSERT INTO memory_versions({VERSION_COLUMNS}) SELECT id, 1, {_SNAPSHOT}, "
-        f"created_at, {CREATOR_SQL}, 'create' FROM memories WHERE id = ?",
-        (memory_id,),
-    )
-    return 1
-
-
-def record_version(s: Session, memory_id: int, previous: int, written: Change, limit: int) -> None:
-    """The memory's current state as version ``previous + 1``; versions past ``limit`` pruned."""
-    version = previous + 1
-    s.execute(
-        f"INSERT INTO memory_versions({VERSION_COLUMNS}) SELECT id, ?, {_SNAPSHOT}, ?, ?, ? "
-        "FROM memories WHERE id = ?",
-        (version, now_timestamp(), written.by.value, written.operation.value, memory_id),
-    )
-    if version > limit:  # else nothing to prune: one statement saved per write
-        s.execute(
-            "DELETE FROM memory_versions WHERE memory_id = ? AND version <= ?",
-            (memory_id, version - limit),
-        )
-
-
-def record_change(s: Session, memory_id: int, written: Change, limit: int) -> None:
-    """The memory's current state as its next version (a forget or a restore)."""
-    record_version(s, memory_id, latest_version(s, memory_id), written, limit)
 
 
 def in_trash(s: Session, memory_id: int, owner_id: int, *, lock: bool = False) -> None:

@@ -11,10 +11,23 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from hivekeep.core.text import now_timestamp
 from hivekeep.errors import NotFound
-from hivekeep.store.base import PERSON, MemoryFilter, MemoryRecord, PendingEmbedding
+from hivekeep.store.base import (
+    BY_AGENT,
+    KEEP,
+    PERSON,
+    Change,
+    MemoryChanges,
+    MemoryFilter,
+    MemoryRecord,
+    PendingEmbedding,
+    Vector,
+    _Keep,
+)
 from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
 from hivekeep.store.sql.dialect import Dialect, Session
+from hivekeep.store.sql.versions import latest_version, record_version
 from hivekeep.store.vector_cache import subject_key
 from hivekeep.types import Scope
 
@@ -97,12 +110,70 @@ def same_text(s: Session, text_key: str, author_id: int) -> int | None:
 
 
 class MemoryRows:
-    """The memory reads of ``MemoryStore``; mixed into both SQL stores."""
+    """The memory reads of ``MemoryStore`` and ``update_memory``; mixed into both SQL stores.
+
+    ``update_memory`` asks the store's vector arm twice: for the vector's columns of the row
+    (``_vector_columns``; none on SQLite, whose vectors live in sqlite-vec's table) and, once the
+    row is written, to follow it (``_vector_changed``; the index and the cache on SQLite)."""
 
     _dialect: Dialect
+    history_limit: int
+
+    def _atomic(self) -> AbstractContextManager[Session]:
+        raise NotImplementedError  # provided by the store
 
     def _reading(self) -> AbstractContextManager[Session]:
         raise NotImplementedError  # provided by the store
+
+    def _vector_columns(
+        self, s: Session, fields: dict[str, Any], vector: Vector | _Keep | None
+    ) -> list[str]:
+        """Assignments (``column = :name``) for the row's own vector columns, their values put
+        into ``fields``: none unless the engine keeps the vector in the row."""
+        return []
+
+    def _vector_changed(
+        self, s: Session, memory_id: int, owner_id: int, vector: Vector | _Keep | None
+    ) -> None:
+        """After the row is written: the vector arm follows it (nothing when it is the row)."""
+
+    def update_memory(
+        self,
+        memory_id: int,
+        owner_id: int,
+        changes: MemoryChanges,
+        *,
+        text_key: str | None,
+        vector: Vector | _Keep | None,
+        written: Change = BY_AGENT,
+    ) -> MemoryRecord:
+        with self._atomic() as s:
+            if s.dialect.FOR_UPDATE:  # the row locked before it is read (SQLite: one writer)
+                s.execute(
+                    f"SELECT 1 FROM memories WHERE id = ?{s.dialect.FOR_UPDATE}", (memory_id,)
+                )
+            owned(s, memory_id, owner_id)
+            latest = latest_version(s, memory_id)
+            fields: dict[str, Any] = {
+                name: getattr(value, "value", value)
+                for name in ("content", "category", "subject", "importance", "scope")
+                if (value := getattr(changes, name)) is not KEEP
+            }
+            if "subject" in fields and s.dialect.SUBJECT_KEY_STORED:
+                fields["subject_key"] = subject_key(fields["subject"])
+            if text_key is not None:
+                fields["text_key"] = text_key
+            fields["updated_at"] = now_timestamp()
+            assignments = [f"{name} = :{name}" for name in fields]
+            assignments += self._vector_columns(s, fields, vector)
+            with s.dialect.refused_values():
+                s.execute(
+                    f"UPDATE memories SET {', '.join(assignments)} WHERE id = :id",
+                    {**fields, "id": memory_id},
+                )
+            record_version(s, memory_id, latest, written, self.history_limit)
+            self._vector_changed(s, memory_id, owner_id, vector)
+            return visible(s, memory_id, owner_id)
 
     def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
         with self._reading() as s:

@@ -44,8 +44,8 @@ from hivekeep.store.rows import (
     memory_from_row,
 )
 from hivekeep.store.sql.dialect import Session
-from hivekeep.store.sql.history import record_change
 from hivekeep.store.sql.memories import owned
+from hivekeep.store.sql.versions import record_change
 from hivekeep.store.sqlite.vectors import VectorIndex
 from hivekeep.types import Actor, Operation
 

@@ -24,15 +24,11 @@ from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import StoreError
 from hivekeep.store.base import (
-    BY_AGENT,
     HISTORY_LIMIT,
-    KEEP,
     PERSON,
     AgentFootprint,
-    Change,
     EmbeddingSpace,
     Inserted,
-    MemoryChanges,
     MemoryFilter,
     MemoryRecord,
     MemoryWrite,
@@ -44,8 +40,8 @@ from hivekeep.store.rows import MEMORY_COLUMNS, author_of, described, memory_fro
 from hivekeep.store.sql.agents import AgentRows
 from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
-from hivekeep.store.sql.history import VersionRows, latest_version, record_version
-from hivekeep.store.sql.memories import MemoryRows, filter_sql, owned, same_text
+from hivekeep.store.sql.history import VersionRows
+from hivekeep.store.sql.memories import MemoryRows, filter_sql, same_text, visible
 from hivekeep.store.sqlite.dialect import SQLITE
 from hivekeep.store.sqlite.history import HistoryRows
 from hivekeep.store.sqlite.leases import RowLeases
@@ -262,38 +258,14 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
         candidates = [Candidate(i, found[i].content, score) for i, score in close if i in found]
         return dedup.judge(write.memory.content, candidates)
 
-    def update_memory(
-        self,
-        memory_id: int,
-        owner_id: int,
-        changes: MemoryChanges,
-        *,
-        text_key: str | None,
-        vector: Vector | _Keep | None,
-        written: Change = BY_AGENT,
-    ) -> MemoryRecord:
-        with self.atomic() as conn:
-            owned(self._session, memory_id, owner_id)
-            latest = latest_version(self._session, memory_id)
-            fields: dict[str, Any] = {
-                name: getattr(value, "value", value)
-                for name in ("content", "category", "subject", "importance", "scope")
-                if (value := getattr(changes, name)) is not KEEP
-            }
-            if text_key is not None:
-                fields["text_key"] = text_key
-            fields["updated_at"] = now_timestamp()
-            assignments = ", ".join(f"{name} = :{name}" for name in fields)
-            conn.execute(
-                f"UPDATE memories SET {assignments} WHERE id = :id", {**fields, "id": memory_id}
-            )
-            record_version(self._session, memory_id, latest, written, self.history_limit)
-            record = self.get_memory(memory_id, owner_id)
-            if not isinstance(vector, _Keep):
-                self._index.write(record, vector)
-            elif record.embedding_state is EmbeddingState.READY:
-                self._index.update_metadata(record)
-            return self.get_memory(memory_id, owner_id)
+    def _vector_changed(
+        self, s: Session, memory_id: int, owner_id: int, vector: Vector | _Keep | None
+    ) -> None:
+        record = visible(s, memory_id, owner_id)
+        if not isinstance(vector, _Keep):
+            self._index.write(record, vector)
+        elif record.embedding_state is EmbeddingState.READY:
+            self._index.update_metadata(record)
 
     def vector_search(
         self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
