@@ -6,11 +6,13 @@ by ``SQLiteStore.reset_embedding_space`` when the hive first meets (or changes) 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from hivekeep.errors import StoreError
 from hivekeep.store.spoken_dates import month_cases
+from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.migrate import Migration, apply_pending
+from hivekeep.store.sqlite.dialect import SQLITE
 
 Connection = Any  # apsw.Connection (apsw ships no type stubs)
 
@@ -358,7 +360,6 @@ def m006_history_and_trash(conn: Connection) -> None:
     )
 
 
-Migration = tuple[int, str, Callable[[Connection], None]]
 MIGRATIONS: list[Migration] = [
     (1, "initial", m001_initial),
     (2, "full text over source context and date", m002_fts_context),
@@ -396,16 +397,7 @@ def migrate(conn: Connection, now: str) -> None:
                 f"This hive file has schema version {version}, newer than this hivekeep "
                 f"understands ({LATEST}). Upgrade hivekeep to open it."
             )
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations "
-            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-        )
-        for number, name, apply in pending(conn):
-            apply(conn)
-            conn.execute(
-                "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
-                (number, name, now),
-            )
+        apply_pending(Session(conn, SQLITE), MIGRATIONS, version, now)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

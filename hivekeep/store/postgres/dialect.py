@@ -9,6 +9,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import psycopg
 from psycopg.types.json import Jsonb
 
@@ -43,6 +45,11 @@ class PostgresDialect(Dialect):
     SUBJECT_COLUMN = "m.subject_key"  # a generated column, trimmed and case-folded
     VIEWER_COLUMN = "agent_id"
 
+    VECTOR_COLUMN = "embedding::real[]"
+
+    def vector_from(self, stored: Any) -> npt.NDArray[np.float32]:
+        return np.asarray(stored, dtype=np.float32)
+
     def mark(self, name: str) -> str:
         return f"%({name})s"
 
@@ -52,6 +59,9 @@ class PostgresDialect(Dialect):
 
     def any_of(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(?)", [list(ids)]
+
+    def changed(self, conn: Any, cursor: Any) -> int:
+        return int(cursor.rowcount)
 
     @contextmanager
     def refused_values(self) -> Iterator[None]:

@@ -16,33 +16,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
-import numpy as np
-import numpy.typing as npt
 import psycopg
 from psycopg.rows import TupleRow
 
 from hivekeep.core.text import normalise_text, now_timestamp
-from hivekeep.errors import NotFound
 from hivekeep.store.base import (
     PERSON,
-    AgentRecord,
     Change,
     MemoryRecord,
     NewMemory,
-    TrashedMemory,
     Vector,
 )
 from hivekeep.store.postgres.dialect import POSTGRES
 from hivekeep.store.postgres.vectors import vector_literal
 from hivekeep.store.rows import (
-    MEMORY_COLUMNS,
     STORED_COLUMNS,
-    author_of,
     described,
-    memory_from_row,
 )
 from hivekeep.store.sql.dialect import Session
-from hivekeep.store.sql.history import in_trash
+from hivekeep.store.sql.history import in_trash, trashed_author
 from hivekeep.store.sql.memories import owned, visible
 from hivekeep.store.sql.versions import record_change
 from hivekeep.store.vector_cache import subject_key
@@ -134,46 +126,13 @@ class HistoryRows:
             return self._erase(conn, [int(row[0]) for row in rows]) if rows else 0
 
     # what an export with history carries, put back by an import -----------------------------
-    def trash_with_vectors(
-        self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
-    ) -> list[tuple[TrashedMemory, npt.NDArray[np.float32] | None]]:
-        author = "" if agent_id is None else " AND agent_id = %(agent)s"
-        with self._transaction() as conn:
-            rows = conn.execute(
-                f"SELECT {MEMORY_COLUMNS}, deleted_at, deleted_by, embedding::real[] "
-                f"FROM memory_trash WHERE id > %(after)s{author} ORDER BY id LIMIT %(limit)s",
-                {"after": after_id, "agent": agent_id, "limit": limit},
-            ).fetchall()
-        return [
-            (
-                TrashedMemory(memory_from_row(r), r[16], Actor(r[17])),
-                None if r[18] is None else np.asarray(r[18], dtype=np.float32),
-            )
-            for r in rows
-        ]
-
     def put_trashed_memory(
         self, memory: NewMemory, vector: Vector | None, *, deleted_at: str, deleted_by: Actor
     ) -> int | None:
         owner = None if memory.agent_id == PERSON else memory.agent_id
         with self._transaction() as conn:
-
-            def agent(key: int) -> AgentRecord:
-                row = conn.execute(
-                    "SELECT id, name, role, created_at, updated_at FROM agents WHERE id = %s",
-                    (key,),
-                ).fetchone()
-                if row is None:
-                    raise NotFound(f"No agent {key!r}.")
-                return AgentRecord(*row)
-
-            author = author_of(memory, {}, agent)
-            known = conn.execute(
-                "SELECT 1 FROM memory_trash WHERE agent_id IS NOT DISTINCT FROM %s "
-                "AND author_name = %s AND content = %s AND deleted_at = %s",
-                (owner, author, memory.content, deleted_at),
-            ).fetchone()
-            if known is not None:
+            author = trashed_author(_session(conn), memory, owner, deleted_at)
+            if author is None:
                 return None
             model = conn.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
             literal = None if vector is None or model is None else vector_literal(vector)

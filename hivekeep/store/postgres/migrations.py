@@ -13,14 +13,16 @@ first meets, or changes, its embedder.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 import psycopg
 from psycopg import sql
 from psycopg.rows import TupleRow
 
 from hivekeep.errors import StoreError
+from hivekeep.store.postgres.dialect import POSTGRES
 from hivekeep.store.spoken_dates import month_cases
+from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.migrate import Migration, apply_pending
 
 # Latin letters with diacritics and the letter they fold to (NFKD base), as FTS5's
 # ``remove_diacritics 2`` does; then the ASCII punctuation that PostgreSQL's parser would glue into
@@ -281,7 +283,6 @@ def m003_history_and_trash(conn: Connection) -> None:
         conn.execute(statement)  # our own fixed text
 
 
-Migration = tuple[int, str, Callable[[Connection], None]]
 MIGRATIONS: list[Migration] = [
     (1, "initial: agents, memories (full text, vector), conversations, leases", m001_initial),
     (2, "shared memories outlive their author", m002_memories_outlive_authors),
@@ -395,13 +396,4 @@ def migrate(conn: Connection, now: str) -> None:
         if version == LATEST:
             return
         _ensure_vector_extension(conn)
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
-            "name text NOT NULL, applied_at text NOT NULL)"
-        )
-        for number, name, apply in pending(conn):
-            apply(conn)
-            conn.execute(
-                "INSERT INTO schema_migrations(version, name, applied_at) VALUES (%s, %s, %s)",
-                (number, name, now),
-            )
+        apply_pending(Session(conn, POSTGRES), MIGRATIONS, version, now)

@@ -30,7 +30,6 @@ from hivekeep.errors import StoreError
 from hivekeep.store.base import (
     HISTORY_LIMIT,
     PERSON,
-    AgentFootprint,
     EmbeddingSpace,
     Inserted,
     MemoryFilter,
@@ -201,58 +200,7 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
             return _execute(conn, query, params, prepare=prepare).fetchall()
 
     # agents -----------------------------------------------------------------------------------
-    def delete_agent(self, agent_id: int) -> AgentFootprint:
-        with self._transaction() as conn:
-            agents.agent(_session(conn), agent_id, lock=True)
-            footprint = agents.footprint(_session(conn), agent_id)
-            history.forget_agent_history(conn, agent_id)
-            conn.execute(
-                "DELETE FROM memories WHERE agent_id = %s AND scope = 'private'", (agent_id,)
-            )
-            # Shared memories stay, owned by no agent (agent_id NULL; author_name keeps the
-            # name). The profile, settings and conversations go by ON DELETE CASCADE.
-            conn.execute("UPDATE memories SET agent_id = NULL WHERE agent_id = %s", (agent_id,))
-            conn.execute("DELETE FROM agents WHERE id = %s", (agent_id,))
-        return footprint
-
     # embedding space --------------------------------------------------------------------------
-    def reset_embedding_space(self, space: EmbeddingSpace) -> int:
-        if space.dimension < 1:
-            raise StoreError(f"Embedding dimension {space.dimension} is not positive.")
-        if space.dimension > 16000:
-            raise StoreError(f"Embedding dimension {space.dimension} is over pgvector's 16000.")
-        with self._transaction() as conn:
-            conn.execute("DROP INDEX IF EXISTS memories_embedding")
-            # Every vector goes (USING NULL): the table is rewritten once, for the new dimension.
-            conn.execute(
-                sql.SQL(
-                    "ALTER TABLE memories ALTER COLUMN embedding TYPE vector({0}) "
-                    "USING NULL::vector({0})"
-                ).format(sql.Literal(int(space.dimension)))
-            )
-            if space.dimension <= HNSW_MAX_DIMENSION:
-                conn.execute(
-                    "CREATE INDEX memories_embedding ON memories "
-                    "USING hnsw (embedding vector_cosine_ops)"
-                )
-            for key, value in (
-                ("embedding_model", space.model),
-                ("embedding_dim", str(space.dimension)),
-            ):
-                conn.execute(
-                    "INSERT INTO meta(key, value) VALUES (%s, %s) "
-                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    (key, value),
-                )
-            cursor = conn.execute(
-                "UPDATE memories SET embedding_state = 'pending', embedding_model = NULL"
-            )
-            conn.execute(
-                "UPDATE memory_trash SET embedding = NULL, embedding_state = 'pending', "
-                "embedding_model = NULL"
-            )
-            return int(cursor.rowcount)
-
     # memories ---------------------------------------------------------------------------------
     def insert_memories(self, writes: Sequence[MemoryWrite], *, dedup: DedupRule) -> list[Inserted]:
         results: list[Inserted] = []
@@ -319,6 +267,26 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
                     )
                 )
         return results
+
+    def _forget_agent(self, s: Session, agent_id: int) -> None:
+        history.forget_agent_history(s.conn, agent_id)
+
+    def _reset_vectors(self, s: Session, space: EmbeddingSpace) -> None:
+        if space.dimension > 16000:
+            raise StoreError(f"Embedding dimension {space.dimension} is over pgvector's 16000.")
+        s.conn.execute("DROP INDEX IF EXISTS memories_embedding")
+        # Every vector goes (USING NULL): the table is rewritten once, for the new dimension.
+        s.conn.execute(
+            sql.SQL(
+                "ALTER TABLE memories ALTER COLUMN embedding TYPE vector({0}) "
+                "USING NULL::vector({0})"
+            ).format(sql.Literal(int(space.dimension)))
+        )
+        if space.dimension <= HNSW_MAX_DIMENSION:
+            s.conn.execute(
+                "CREATE INDEX memories_embedding ON memories "
+                "USING hnsw (embedding vector_cosine_ops)"
+            )
 
     def _vector_columns(
         self, s: Session, fields: dict[str, Any], vector: Vector | _Keep | None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import AgentNotFound, ConflictError, NotFound
+from hivekeep.errors import AgentNotFound, ConflictError, NotFound, StoreError
 from hivekeep.store.base import (
     BY_AGENT,
     AgentFootprint,
@@ -94,6 +94,15 @@ class AgentRows:
         """After a profile write: the new revision recorded, old versions pruned."""
         raise NotImplementedError  # provided by the store's history
 
+    def _forget_agent(self, s: Session, agent_id: int) -> None:
+        """Before an agent's private memories go: their vectors and versions, and its trashed
+        private memories (its trashed shared ones stay, owned by no agent)."""
+        raise NotImplementedError  # provided by the store
+
+    def _reset_vectors(self, s: Session, space: EmbeddingSpace) -> None:
+        """Every vector dropped, the vector arm made ready for ``space``'s dimension."""
+        raise NotImplementedError  # provided by the store
+
     # agents -----------------------------------------------------------------------------------
     def create_agent(self, name: str, role: str) -> AgentRecord:
         now = now_timestamp()
@@ -147,9 +156,48 @@ class AgentRows:
         with self._reading() as s:
             return footprint(s, agent_id)
 
+    def delete_agent(self, agent_id: int) -> AgentFootprint:
+        with self._atomic() as s:
+            agent(s, agent_id, lock=True)
+            found = footprint(s, agent_id)
+            self._forget_agent(s, agent_id)
+            s.execute(  # SQLite's full-text rows go by trigger
+                "DELETE FROM memories WHERE agent_id = ? AND scope = 'private'", (agent_id,)
+            )
+            # Shared memories stay, owned by no agent (agent_id NULL; author_name keeps the
+            # name). The profile, settings and conversations go by ON DELETE CASCADE.
+            s.execute("UPDATE memories SET agent_id = NULL WHERE agent_id = ?", (agent_id,))
+            s.execute("DELETE FROM agents WHERE id = ?", (agent_id,))
+        return found
+
+    # embedding space --------------------------------------------------------------------------
     def embedding_space(self) -> EmbeddingSpace | None:
         with self._reading() as s:
             return space(s)
+
+    def reset_embedding_space(self, space: EmbeddingSpace) -> int:
+        if space.dimension < 1:
+            raise StoreError(f"Embedding dimension {space.dimension} is not positive.")
+        with self._atomic() as s:
+            self._reset_vectors(s, space)
+            for key, value in (
+                ("embedding_model", space.model),
+                ("embedding_dim", str(space.dimension)),
+            ):
+                s.execute(
+                    "INSERT INTO meta(key, value) VALUES (?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+            cursor = s.execute(
+                "UPDATE memories SET embedding_state = 'pending', embedding_model = NULL"
+            )
+            changed = s.dialect.changed(s.conn, cursor)
+            s.execute(
+                "UPDATE memory_trash SET embedding = NULL, embedding_state = 'pending', "
+                "embedding_model = NULL"
+            )
+            return changed
 
     # profiles ---------------------------------------------------------------------------------
     def get_profile(self, agent_id: int) -> ProfileRecord:

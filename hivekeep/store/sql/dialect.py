@@ -13,6 +13,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 
 class Dialect:
     """The engine-specific parts of a statement; subclassed once per engine."""
@@ -25,6 +28,12 @@ class Dialect:
     SUBJECT_KEY_STORED = False  # memories.subject_key is a column of its own (PostgreSQL)
     SUBJECT_COLUMN = "lower(trim(m.subject))"  # the subject filter's side of ``m`` (memories)
     VIEWER_COLUMN = "+agent_id"  # ``+``: SQLite's planner keeps to the id index for a few ids
+
+    VECTOR_COLUMN = "embedding"  # a stored vector, selected for ``vector_from``
+
+    def vector_from(self, stored: Any) -> npt.NDArray[np.float32]:
+        """A stored vector (here little-endian float32 bytes) as an array."""
+        return np.frombuffer(stored, dtype="<f4").astype(np.float32)
 
     def mark(self, name: str) -> str:
         """A named placeholder in the driver's own style (kept as it is by ``translate``)."""
@@ -39,6 +48,10 @@ class Dialect:
         an id, SQLite's way)."""
         marks = ", ".join("?" * len(ids))
         return f"{column} IN ({marks})", list(ids)
+
+    def changed(self, conn: Any, cursor: Any) -> int:
+        """How many rows the statement just run on ``cursor`` changed."""
+        return int(conn.changes())  # apsw: the connection counts
 
     @contextmanager
     def refused_values(self) -> Iterator[None]:

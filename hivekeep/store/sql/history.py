@@ -11,12 +11,16 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from hivekeep.errors import ConflictError, NotFound
 from hivekeep.store.base import (
     PERSON,
     Change,
     MemoryRecord,
     MemoryVersion,
+    NewMemory,
     ProfileRecord,
     ProfileVersion,
     TrashedMemory,
@@ -25,6 +29,7 @@ from hivekeep.store.rows import (
     MEMORY_COLUMNS,
     PROFILE_VERSION_COLUMNS,
     VERSION_COLUMNS,
+    author_of,
     first_version,
     memory_from_row,
     profile_version_from_row,
@@ -61,12 +66,27 @@ def in_trash(s: Session, memory_id: int, owner_id: int, *, lock: bool = False) -
         raise NotFound(f"No memory with id {memory_id} is in this agent's trash.")
 
 
+def trashed_author(s: Session, memory: NewMemory, owner: int | None, deleted_at: str) -> str | None:
+    """An imported trashed memory's author name, or None when the trash holds it already (the
+    same owner, author, content and deletion time: an import run twice adds nothing)."""
+    author = author_of(memory, {}, lambda key: agents.agent(s, key))
+    known = s.one(
+        "SELECT 1 FROM memory_trash WHERE agent_id IS NOT DISTINCT FROM ? AND author_name = ? "
+        "AND content = ? AND deleted_at = ?",
+        (owner, author, memory.content, deleted_at),
+    )
+    return None if known is not None else author
+
+
 class VersionRows:
     """Versions and the trash's listing; mixed into both SQL stores."""
 
     history_limit: int
 
     def _atomic(self) -> AbstractContextManager[Session]:
+        raise NotImplementedError  # provided by the store
+
+    def _reading(self) -> AbstractContextManager[Session]:
         raise NotImplementedError  # provided by the store
 
     def memory_history(self, memory_id: int, viewer_id: int) -> list[MemoryVersion]:
@@ -97,6 +117,24 @@ class VersionRows:
             )
         trashed = [TrashedMemory(memory_from_row(r), r[16], Actor(r[17])) for r in rows]
         return trashed, int(total[0]) if total else 0
+
+    def trash_with_vectors(
+        self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
+    ) -> list[tuple[TrashedMemory, npt.NDArray[np.float32] | None]]:
+        author = "" if agent_id is None else " AND agent_id = :agent"
+        with self._reading() as s:
+            rows = s.rows(
+                f"SELECT {MEMORY_COLUMNS}, deleted_at, deleted_by, {s.dialect.VECTOR_COLUMN} "
+                f"FROM memory_trash WHERE id > :after{author} ORDER BY id LIMIT :limit",
+                {"after": after_id, "agent": agent_id, "limit": limit},
+            )
+            return [
+                (
+                    TrashedMemory(memory_from_row(r), r[16], Actor(r[17])),
+                    None if r[18] is None else s.dialect.vector_from(r[18]),
+                )
+                for r in rows
+            ]
 
     def put_memory_versions(self, memory_id: int, versions: Sequence[MemoryVersion]) -> None:
         kept = sorted(versions, key=lambda v: v.version)[-self.history_limit :]

@@ -22,7 +22,6 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from hivekeep.core.text import normalise_text, now_timestamp
 from hivekeep.errors import NotFound
@@ -33,17 +32,14 @@ from hivekeep.store.base import (
     EmbeddingSpace,
     MemoryRecord,
     NewMemory,
-    TrashedMemory,
     Vector,
 )
 from hivekeep.store.rows import (
-    MEMORY_COLUMNS,
     STORED_COLUMNS,
-    author_of,
     described,
-    memory_from_row,
 )
 from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.history import trashed_author
 from hivekeep.store.sql.memories import owned
 from hivekeep.store.sql.versions import record_change
 from hivekeep.store.sqlite.vectors import VectorIndex
@@ -195,35 +191,13 @@ class HistoryRows:
         return erased
 
     # what an export with history carries, put back by an import -----------------------------
-    def trash_with_vectors(
-        self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
-    ) -> list[tuple[TrashedMemory, npt.NDArray[np.float32] | None]]:
-        author = "" if agent_id is None else " AND agent_id = :agent"
-        rows = self._read(
-            f"SELECT {MEMORY_COLUMNS}, deleted_at, deleted_by, embedding FROM memory_trash "
-            f"WHERE id > :after{author} ORDER BY id LIMIT :limit",
-            {"after": after_id, "agent": agent_id, "limit": limit},
-        )
-        return [
-            (
-                TrashedMemory(memory_from_row(r), r[16], Actor(r[17])),
-                None if r[18] is None else np.frombuffer(r[18], dtype="<f4").astype(np.float32),
-            )
-            for r in rows
-        ]
-
     def put_trashed_memory(
         self, memory: NewMemory, vector: Vector | None, *, deleted_at: str, deleted_by: Actor
     ) -> int | None:
         owner = None if memory.agent_id == PERSON else memory.agent_id
         with self.atomic() as conn:
-            author = author_of(memory, {}, self.get_agent)
-            known = conn.execute(
-                "SELECT 1 FROM memory_trash WHERE agent_id IS ? AND author_name = ? "
-                "AND content = ? AND deleted_at = ?",
-                (owner, author, memory.content, deleted_at),
-            ).fetchone()
-            if known is not None:
+            author = trashed_author(self._session, memory, owner, deleted_at)
+            if author is None:
                 return None
             # an id from the memories' own sequence: a restore puts the row back under it
             seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memories'").fetchone()

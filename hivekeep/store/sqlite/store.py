@@ -26,7 +26,6 @@ from hivekeep.errors import StoreError
 from hivekeep.store.base import (
     HISTORY_LIMIT,
     PERSON,
-    AgentFootprint,
     EmbeddingSpace,
     Inserted,
     MemoryFilter,
@@ -167,44 +166,7 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
             yield self._session
 
     # agents -----------------------------------------------------------------------------------
-    def delete_agent(self, agent_id: int) -> AgentFootprint:
-        with self.atomic() as conn:
-            footprint = self.agent_footprint(agent_id)
-            rows = conn.execute(
-                "SELECT id FROM memories WHERE agent_id = ? AND scope = 'private'", (agent_id,)
-            )
-            private_ids = [int(row[0]) for row in rows]
-            for memory_id in private_ids:
-                self._index.delete(memory_id)
-            self._forget_agent_history(conn, agent_id, private_ids)
-            conn.execute(  # FTS: trigger
-                "DELETE FROM memories WHERE agent_id = ? AND scope = 'private'", (agent_id,)
-            )
-            # Shared memories stay, owned by no agent (their vectors' audience is everyone
-            # already). The profile, settings and conversations go by ON DELETE CASCADE.
-            conn.execute("UPDATE memories SET agent_id = NULL WHERE agent_id = ?", (agent_id,))
-            conn.execute("DELETE FROM agents WHERE id = ?", (agent_id,))
-        return footprint
-
     # embedding space --------------------------------------------------------------------------
-    def reset_embedding_space(self, space: EmbeddingSpace) -> int:
-        if space.dimension < 1:
-            raise StoreError(f"Embedding dimension {space.dimension} is not positive.")
-        with self.atomic() as conn:
-            self._index.reset(space.dimension)
-            conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?), "
-                "('embedding_dim', ?)",
-                (space.model, str(space.dimension)),
-            )
-            conn.execute("UPDATE memories SET embedding_state = 'pending', embedding_model = NULL")
-            changed = int(conn.changes())
-            conn.execute(
-                "UPDATE memory_trash SET embedding = NULL, embedding_state = 'pending', "
-                "embedding_model = NULL"
-            )
-            return changed
-
     # memories ---------------------------------------------------------------------------------
     def insert_memories(self, writes: Sequence[MemoryWrite], *, dedup: DedupRule) -> list[Inserted]:
         results: list[Inserted] = []
@@ -257,6 +219,18 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
         found = self.fetch_memories(viewer, [memory_id for memory_id, _ in close])
         candidates = [Candidate(i, found[i].content, score) for i, score in close if i in found]
         return dedup.judge(write.memory.content, candidates)
+
+    def _forget_agent(self, s: Session, agent_id: int) -> None:
+        rows = s.rows(
+            "SELECT id FROM memories WHERE agent_id = ? AND scope = 'private'", (agent_id,)
+        )
+        private_ids = [int(row[0]) for row in rows]
+        for memory_id in private_ids:
+            self._index.delete(memory_id)
+        self._forget_agent_history(s.conn, agent_id, private_ids)
+
+    def _reset_vectors(self, s: Session, space: EmbeddingSpace) -> None:
+        self._index.reset(space.dimension)
 
     def _vector_changed(
         self, s: Session, memory_id: int, owner_id: int, vector: Vector | _Keep | None
