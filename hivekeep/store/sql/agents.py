@@ -6,8 +6,6 @@ A mixin; the host gives ``_dialect``, ``_atomic()`` and ``_reading()`` (sessions
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import AgentNotFound, ConflictError, NotFound, StoreError
 from hivekeep.store.base import (
@@ -19,7 +17,7 @@ from hivekeep.store.base import (
     ProfileChange,
     ProfileRecord,
 )
-from hivekeep.store.sql.dialect import Dialect, Session
+from hivekeep.store.sql.dialect import Session, SqlRows
 
 AGENT_COLUMNS = "id, name, role, created_at, updated_at"
 PROFILE_COLUMNS = (
@@ -29,14 +27,8 @@ PROFILE_COLUMNS = (
 
 def agent(s: Session, key: int | str, *, lock: bool = False) -> AgentRecord:
     where = "id = ?" if isinstance(key, int) else s.dialect.AGENT_NAME
-    row = s.one(
-        f"SELECT {AGENT_COLUMNS} FROM agents WHERE {where}"
-        + (s.dialect.FOR_UPDATE if lock else ""),
-        (key,),
-    )
-    if row is None:
-        raise AgentNotFound(f"No agent {key!r}.")
-    return AgentRecord(*row)
+    sql = f"SELECT {AGENT_COLUMNS} FROM agents WHERE {where}"
+    return AgentRecord(*s.found(sql, (key,), AgentNotFound(f"No agent {key!r}."), lock=lock))
 
 
 def footprint(s: Session, agent_id: int) -> AgentFootprint:
@@ -61,30 +53,17 @@ def space(s: Session) -> EmbeddingSpace | None:
 
 
 def profile(s: Session, agent_id: int, *, lock: bool = False) -> ProfileRecord:
-    row = s.one(
-        f"SELECT {PROFILE_COLUMNS} FROM profiles WHERE agent_id = ?"
-        + (s.dialect.FOR_UPDATE if lock else ""),
-        (agent_id,),
-    )
-    if row is None:
-        raise NotFound(f"No agent with id {agent_id}.")
-    return ProfileRecord(*row)
+    sql = f"SELECT {PROFILE_COLUMNS} FROM profiles WHERE agent_id = ?"
+    missing = NotFound(f"No agent with id {agent_id}.")
+    return ProfileRecord(*s.found(sql, (agent_id,), missing, lock=lock))
 
 
 def _taken(name: str) -> ConflictError:
     return ConflictError(f"An agent named {name!r} already exists; choose another name.")
 
 
-class AgentRows:
+class AgentRows(SqlRows):
     """``AgentStore`` and the profile part of ``ProfileStore``; mixed into both SQL stores."""
-
-    _dialect: Dialect
-
-    def _atomic(self) -> AbstractContextManager[Session]:
-        raise NotImplementedError  # provided by the store
-
-    def _reading(self) -> AbstractContextManager[Session]:
-        raise NotImplementedError  # provided by the store
 
     def _profile_before(self, s: Session, agent_id: int) -> None:
         """Before a profile write: its current state recorded as a version if it is not."""

@@ -9,7 +9,6 @@ writes to one conversation take turns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
 from hivekeep.core.text import now_timestamp
@@ -26,7 +25,7 @@ from hivekeep.store.conversations import (
     SummaryRecord,
     ToolCallRecord,
 )
-from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.dialect import Session, SqlRows
 
 MESSAGE_COLUMNS = (
     "id, conversation_id, role, content, tokens, tool_calls, tool_call_id, tool_name, speaker, "
@@ -127,14 +126,9 @@ def agent_exists(s: Session, agent_id: int) -> None:
 
 def conversation(s: Session, conversation_id: int, *, lock: bool = False) -> ConversationRecord:
     """The conversation (NotFound otherwise); ``lock`` holds its row until the transaction ends."""
-    row = s.one(
-        f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ?"
-        + (s.dialect.FOR_UPDATE if lock else ""),
-        (conversation_id,),
-    )
-    if row is None:
-        raise NotFound(f"No conversation with id {conversation_id}.")
-    return ConversationRecord(*row)
+    sql = f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ?"
+    missing = NotFound(f"No conversation with id {conversation_id}.")
+    return ConversationRecord(*s.found(sql, (conversation_id,), missing, lock=lock))
 
 
 def _insert_summary(
@@ -165,14 +159,8 @@ def _insert_summary(
     return _summary(s, row)
 
 
-class ConversationRows:
+class ConversationRows(SqlRows):
     """``ConversationStore`` (leases aside) on either engine; mixed into both SQL stores."""
-
-    def _atomic(self) -> AbstractContextManager[Session]:
-        raise NotImplementedError  # provided by the store
-
-    def _reading(self) -> AbstractContextManager[Session]:
-        raise NotImplementedError  # provided by the store
 
     # per-agent settings -----------------------------------------------------------------------
     def get_agent_settings(self, agent_id: int) -> AgentSettings:

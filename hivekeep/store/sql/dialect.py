@@ -10,7 +10,7 @@ hivekeep does not use SQLAlchemy itself.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -98,7 +98,32 @@ class Session:
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
         return list(self.execute(sql, params).fetchall())
 
+    def found(
+        self, sql: str, params: Sequence[Any], missing: Exception, *, lock: bool = False
+    ) -> Any:
+        """The first row of ``sql``, else ``missing`` raised; ``lock`` holds the row until the
+        transaction ends (the dialect's ``FOR_UPDATE``)."""
+        sql += self.dialect.FOR_UPDATE if lock else ""
+        row = self.one(sql, params)
+        if row is None:
+            raise missing
+        return row
+
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any | None:
         """The first row, or None; the statement is run to its end (an INSERT ... RETURNING)."""
         rows = self.rows(sql, params)
         return rows[0] if rows else None
+
+
+class SqlRows:
+    """What the shared mixins (``agents.py``, ``memories.py``, ...) ask of the store they are
+    mixed into: its dialect, one transaction (``_atomic``) and a connection for reads
+    (``_reading``), each as a ``Session``."""
+
+    _dialect: Dialect
+
+    def _atomic(self) -> AbstractContextManager[Session]:
+        raise NotImplementedError  # provided by the store
+
+    def _reading(self) -> AbstractContextManager[Session]:
+        raise NotImplementedError  # provided by the store

@@ -8,7 +8,6 @@ under an id of the memories' own sequence) stays in each engine's ``history.py``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -39,7 +38,7 @@ from hivekeep.store.rows import (
     with_current,
 )
 from hivekeep.store.sql import agents
-from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.dialect import Session, SqlRows
 from hivekeep.store.sql.memories import visible
 from hivekeep.types import Actor
 
@@ -78,16 +77,10 @@ def trashed_author(s: Session, memory: NewMemory, owner: int | None, deleted_at:
     return None if known is not None else author
 
 
-class VersionRows:
+class VersionRows(SqlRows):
     """Versions and the trash's listing; mixed into both SQL stores."""
 
     history_limit: int
-
-    def _atomic(self) -> AbstractContextManager[Session]:
-        raise NotImplementedError  # provided by the store
-
-    def _reading(self) -> AbstractContextManager[Session]:
-        raise NotImplementedError  # provided by the store
 
     def memory_history(self, memory_id: int, viewer_id: int) -> list[MemoryVersion]:
         with self._atomic() as s:

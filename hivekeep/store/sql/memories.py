@@ -8,7 +8,6 @@ calls the lookups here inside its transaction.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
 from hivekeep.core.text import now_timestamp
@@ -26,7 +25,7 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
-from hivekeep.store.sql.dialect import Dialect, Session
+from hivekeep.store.sql.dialect import Dialect, Session, SqlRows
 from hivekeep.store.sql.versions import latest_version, record_version
 from hivekeep.store.vector_cache import subject_key
 from hivekeep.types import Scope
@@ -109,21 +108,14 @@ def same_text(s: Session, text_key: str, author_id: int) -> int | None:
     return None if row is None else int(row[0])
 
 
-class MemoryRows:
+class MemoryRows(SqlRows):
     """The memory reads of ``MemoryStore`` and ``update_memory``; mixed into both SQL stores.
 
     ``update_memory`` asks the store's vector arm twice: for the vector's columns of the row
     (``_vector_columns``; none on SQLite, whose vectors live in sqlite-vec's table) and, once the
     row is written, to follow it (``_vector_changed``; the index and the cache on SQLite)."""
 
-    _dialect: Dialect
     history_limit: int
-
-    def _atomic(self) -> AbstractContextManager[Session]:
-        raise NotImplementedError  # provided by the store
-
-    def _reading(self) -> AbstractContextManager[Session]:
-        raise NotImplementedError  # provided by the store
 
     def _vector_columns(
         self, s: Session, fields: dict[str, Any], vector: Vector | _Keep | None
