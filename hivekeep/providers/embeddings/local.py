@@ -60,9 +60,19 @@ class LocalEmbedder:
         similarity_floor=0.2, rrf_k=10, fts_weight=1.0, feedback_weight=0.5, subject_weight=0.5
     )
 
-    def __init__(self, *, batch_size: int = 32, threads: int | None = None) -> None:
+    def __init__(
+        self, *, batch_size: int = 32, threads: int | None = None, spinning: bool = False
+    ) -> None:
+        """``threads``: intra-op threads (onnxruntime's default, one per physical core, if None).
+
+        ``spinning`` lets idle onnxruntime threads busy-wait for the next piece of work, which is
+        onnxruntime's default. It is off here: on a shared machine the spinning threads take the
+        cores the calling thread needs, and one query took 2x longer at p50 with it (issue 17,
+        bench/embed.py). Pass ``spinning=True`` only on cores kept for the model alone.
+        """
         self.batch_size = batch_size
         self._threads = threads
+        self._spinning = spinning
         # One inference at a time: each run already uses every core (intra-op threads), so
         # concurrent runs from a server's thread pool only oversubscribe the CPU (measured with
         # bench/load.py: throughput fell as clients grew). Also guards the lazy session load.
@@ -83,6 +93,9 @@ class LocalEmbedder:
         options = ort.SessionOptions()
         if self._threads:
             options.intra_op_num_threads = self._threads
+        spin = "1" if self._spinning else "0"
+        options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+        options.add_session_config_entry("session.inter_op.allow_spinning", spin)
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     @cached_property
