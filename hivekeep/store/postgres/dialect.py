@@ -15,7 +15,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from hivekeep.errors import StoreError
-from hivekeep.store.sql.dialect import Dialect
+from hivekeep.store.postgres.fulltext import tsvector_search
+from hivekeep.store.sql.dialect import Dialect, Session, TextQuery
 
 # A quoted string or a ``::`` cast (kept, % doubled), psycopg's own ``%s`` / ``%(name)s``
 # (kept), or ``?``, ``:name``, a bare ``%`` (translated).
@@ -72,6 +73,9 @@ class PostgresDialect(Dialect):
 
     def insert_or_ignore(self, insert: str) -> str:
         return insert + " ON CONFLICT DO NOTHING"
+
+    def text_search(self, s: Session, query: TextQuery) -> list[int]:
+        return tsvector_search(s, query)
 
     def to_json(self, value: Any) -> Any:
         return Jsonb(value)

@@ -9,9 +9,13 @@ from typing import Any
 
 from psycopg import sql
 
-from hivekeep.store.postgres import migrations
+from hivekeep.store.sql.dialect import Session, TextQuery
+from hivekeep.store.sql.memories import filter_sql
 
-_PUNCTUATION = str.maketrans(dict.fromkeys(migrations.SPLIT_PUNCTUATION, " "))
+# Punctuation that splits a word (``first.last@example.com``), in the indexed text (the ``fts``
+# column that migrations.py generates) and in the query words alike.
+SPLIT_PUNCTUATION = "._-@/:+\\~"
+_PUNCTUATION = str.maketrans(dict.fromkeys(SPLIT_PUNCTUATION, " "))
 
 
 def search_terms(terms: Sequence[str]) -> list[str]:
@@ -25,6 +29,33 @@ def search_terms(terms: Sequence[str]) -> list[str]:
         if any(c.isalnum() for c in cleaned) and cleaned not in kept:
             kept.append(cleaned)
     return kept
+
+
+def tsvector_search(s: Session, q: TextQuery) -> list[int]:
+    """Visible matches passing the filters: best score first, then newer, then larger id.
+
+    The score of a memory is the sum, over the terms, of ``ts_rank(fts, term, 1)`` (term
+    frequency, divided by 1 + log of the document length). With ``any_term`` each term's part
+    is weighted by its BM25 inverse document frequency, so a memory matching a rare term ranks
+    above one matching a common term, as FTS5's bm25 ranks them: the document frequencies are
+    counted over every match of the hive (all agents, as FTS5's are) in the same scan that
+    ranks the viewer's matches; the hive's size is the number of memory ids issued (the id
+    sequence: no count of the table). An AND query needs no weights: every match holds every
+    term.
+
+    GIN cannot hand matches over in rank order, so every visible match is ranked (about 30 ms
+    for 15,000 matches); see docs/storage.md, "PostgreSQL". The statement is planned with its
+    values every time (``prepare=False``): ``hivekeep_prefix_query(term)`` must fold to a
+    constant for the GIN index.
+    """
+    words = search_terms(q.terms)
+    if q.k <= 0 or not words:
+        return []
+    where, params = filter_sql(s.dialect, q.viewer_id, q.filters)
+    statement, params = ranked_search(words, where, params, int(q.k), any_term=q.any_term)
+    with s.dialect.refused_values():
+        rows = s.conn.execute(statement, params, prepare=False).fetchall()
+    return [int(row[0]) for row in rows]
 
 
 def ranked_search(

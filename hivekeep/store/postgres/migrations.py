@@ -20,6 +20,7 @@ from psycopg.rows import TupleRow
 
 from hivekeep.errors import StoreError
 from hivekeep.store.postgres.dialect import POSTGRES
+from hivekeep.store.postgres.fulltext import SPLIT_PUNCTUATION
 from hivekeep.store.spoken_dates import month_cases
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.migrate import Migration, apply_pending
@@ -38,7 +39,6 @@ _FOLD_TO = (
     "IiIiIiIJjKkLlLlLlNnNnNnOoOoOoRrRrRrSsSsSsSsTtTtUuUuUuUuUuUuWwYyYZzZzZzOoUuAaIiOoUuUuUuUuUuAa"
     "AaGgKkOoOojGgNnAaAaAaEeEeIiIiOoOoRrRrUuUuSsTtHhAaEeOoOoOoOoYy"
 )
-SPLIT_PUNCTUATION = "._-@/:+\\~"
 Connection = psycopg.Connection[TupleRow]
 MIN_PGVECTOR = (0, 8)  # iterative index scans
 

@@ -38,7 +38,7 @@ from hivekeep.store.base import (
     Vector,
     _Keep,
 )
-from hivekeep.store.postgres import fulltext, history, migrations
+from hivekeep.store.postgres import history, migrations
 from hivekeep.store.postgres.dialect import POSTGRES
 from hivekeep.store.postgres.history import HistoryRows
 from hivekeep.store.postgres.leases import AdvisoryLeases
@@ -49,7 +49,7 @@ from hivekeep.store.sql.agents import AgentRows
 from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import VersionRows
-from hivekeep.store.sql.memories import MemoryRows, fetch, filter_sql, same_text, visible
+from hivekeep.store.sql.memories import MemoryRows, filter_sql, found_duplicate, same_text, stored
 from hivekeep.store.vector_cache import subject_key
 
 Connection = psycopg.Connection[TupleRow]
@@ -222,9 +222,9 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
                 if write.vector is not None and space is not None:
                     literal = checked_vector(write.vector, space)
                 verdict = _judge(conn, write, literal, dedup)
-                if verdict.duplicate_of is not None:
-                    duplicate = visible(_session(conn), verdict.duplicate_of, memory.agent_id)
-                    results.append(Inserted(duplicate, True))
+                duplicate = found_duplicate(_session(conn), memory.agent_id, verdict)
+                if duplicate is not None:
+                    results.append(duplicate)
                     continue
                 now = now_timestamp()
                 row = _execute(
@@ -258,14 +258,8 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
                     ),
                 ).fetchone()
                 assert row is not None
-                similar = fetch(_session(conn), memory.agent_id, verdict.similar)
-                results.append(
-                    Inserted(
-                        memory_from_row(row),
-                        False,
-                        tuple(similar[i] for i in verdict.similar if i in similar),
-                    )
-                )
+                record = memory_from_row(row)
+                results.append(stored(_session(conn), memory.agent_id, record, verdict))
         return results
 
     def _forget_agent(self, s: Session, agent_id: int) -> None:
@@ -326,37 +320,6 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
         )
         hits = sorted((float(distance), int(memory_id)) for memory_id, distance in rows)
         return [(memory_id, 1.0 - distance) for distance, memory_id in hits]
-
-    def text_search(
-        self,
-        viewer_id: int,
-        terms: Sequence[str],
-        k: int,
-        filters: MemoryFilter,
-        *,
-        any_term: bool = False,
-    ) -> list[int]:
-        """Visible matches passing the filters: best score first, then newer, then larger id.
-
-        The score of a memory is the sum, over the terms, of ``ts_rank(fts, term, 1)`` (term
-        frequency, divided by 1 + log of the document length). With ``any_term`` each term's part
-        is weighted by its BM25 inverse document frequency, so a memory matching a rare term ranks
-        above one matching a common term, as FTS5's bm25 ranks them: the document frequencies are
-        counted over every match of the hive (all agents, as FTS5's are) in the same scan that
-        ranks the viewer's matches; the hive's size is the number of memory ids issued (the id
-        sequence: no count of the table). An AND query needs no weights: every match holds every
-        term.
-
-        GIN cannot hand matches over in rank order, so every visible match is ranked (about 30 ms
-        for 15,000 matches); see docs/storage.md, "PostgreSQL".
-        """
-        words = fulltext.search_terms(terms)
-        if k <= 0 or not words:
-            return []
-        where, params = filter_sql(POSTGRES, viewer_id, filters)
-        statement, params = fulltext.ranked_search(words, where, params, int(k), any_term=any_term)
-        rows = self._read(statement, params, prepare=False)
-        return [int(row[0]) for row in rows]
 
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         if not ids:

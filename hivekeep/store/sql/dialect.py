@@ -11,14 +11,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from hivekeep.store.base import MemoryFilter
+
+
+@dataclass(frozen=True)
+class TextQuery:
+    """One full-text search: the viewer's visible matches of ``terms`` passing ``filters``, the
+    best ``k`` (all terms, or any of them)."""
+
+    viewer_id: int
+    terms: Sequence[str]
+    k: int
+    filters: MemoryFilter
+    any_term: bool
+
 
 class Dialect:
-    """The engine-specific parts of a statement; subclassed once per engine."""
+    """The engine-specific parts of a statement, and the full-text arm; one subclass per engine."""
 
     FALSE = "0"
     TRUE = "1"
@@ -38,6 +53,10 @@ class Dialect:
     def mark(self, name: str) -> str:
         """A named placeholder in the driver's own style (kept as it is by ``translate``)."""
         return f":{name}"
+
+    def text_search(self, s: Session, query: TextQuery) -> list[int]:
+        """The full-text arm (FTS5 against ``tsvector``): memory ids, best first."""
+        raise NotImplementedError
 
     def translate(self, sql: str) -> str:
         """The statement in the driver's placeholder style (canonical: ``?`` and ``:name``)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hivekeep.core.dedup import Verdict
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import NotFound
 from hivekeep.store.base import (
@@ -17,6 +18,7 @@ from hivekeep.store.base import (
     KEEP,
     PERSON,
     Change,
+    Inserted,
     MemoryChanges,
     MemoryFilter,
     MemoryRecord,
@@ -25,7 +27,7 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
-from hivekeep.store.sql.dialect import Dialect, Session, SqlRows
+from hivekeep.store.sql.dialect import Dialect, Session, SqlRows, TextQuery
 from hivekeep.store.sql.versions import latest_version, record_version
 from hivekeep.store.vector_cache import subject_key
 from hivekeep.types import Scope
@@ -108,6 +110,20 @@ def same_text(s: Session, text_key: str, author_id: int) -> int | None:
     return None if row is None else int(row[0])
 
 
+def found_duplicate(s: Session, viewer_id: int, verdict: Verdict) -> Inserted | None:
+    """The memory a write duplicates, as ``insert_memories`` gives it back (None: no duplicate)."""
+    if verdict.duplicate_of is None:
+        return None
+    return Inserted(visible(s, verdict.duplicate_of, viewer_id), True)
+
+
+def stored(s: Session, viewer_id: int, record: MemoryRecord, verdict: Verdict) -> Inserted:
+    """A new memory as ``insert_memories`` gives it back, with the similar ones (visible to
+    its author) it joined."""
+    similar = fetch(s, viewer_id, verdict.similar)
+    return Inserted(record, False, tuple(similar[i] for i in verdict.similar if i in similar))
+
+
 class MemoryRows(SqlRows):
     """The memory reads of ``MemoryStore`` and ``update_memory``; mixed into both SQL stores.
 
@@ -188,6 +204,20 @@ class MemoryRows(SqlRows):
                 {**params, "limit": limit, "offset": offset},
             )
         return [memory_from_row(row) for row in rows], int(total[0]) if total else 0
+
+    def text_search(
+        self,
+        viewer_id: int,
+        terms: Sequence[str],
+        k: int,
+        filters: MemoryFilter,
+        *,
+        any_term: bool = False,
+    ) -> list[int]:
+        """Visible matches passing the filters: best first, then newer, then larger id. The
+        engine's full-text arm ranks them (``sqlite/fulltext.py``, ``postgres/fulltext.py``)."""
+        with self._reading() as s:
+            return s.dialect.text_search(s, TextQuery(viewer_id, terms, k, filters, any_term))
 
     def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
         with self._reading() as s:

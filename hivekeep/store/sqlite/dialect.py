@@ -9,11 +9,15 @@ from typing import Any
 
 import apsw
 
-from hivekeep.store.sql.dialect import Dialect
+from hivekeep.store.sql.dialect import Dialect, Session, TextQuery
+from hivekeep.store.sqlite.fulltext import fts5_search
 
 
 class SQLiteDialect(Dialect):
     UNIQUE_VIOLATION = apsw.ConstraintError  # agents.name is UNIQUE COLLATE NOCASE
+
+    def text_search(self, s: Session, query: TextQuery) -> list[int]:
+        return fts5_search(s, query)
 
     def to_json(self, value: Any) -> Any:
         return json.dumps(value)

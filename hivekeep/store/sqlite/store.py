@@ -19,7 +19,6 @@ import numpy as np
 import numpy.typing as npt
 import sqlite_vec
 
-from hivekeep.core import fts_query
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import StoreError
@@ -40,7 +39,7 @@ from hivekeep.store.sql.agents import AgentRows
 from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import VersionRows
-from hivekeep.store.sql.memories import MemoryRows, filter_sql, same_text, visible
+from hivekeep.store.sql.memories import MemoryRows, found_duplicate, same_text, stored, visible
 from hivekeep.store.sqlite.dialect import SQLITE
 from hivekeep.store.sqlite.history import HistoryRows
 from hivekeep.store.sqlite.leases import RowLeases
@@ -50,14 +49,6 @@ from hivekeep.types import EmbeddingState
 
 BUSY_TIMEOUT_MS = 10_000
 IN_LIST_CHUNK = 500  # ids per IN (...) list; SQLite refuses more than 32,766 variables
-
-
-def _best_first(hits: list[tuple[int, float, str]]) -> list[tuple[int, float, str]]:
-    """``(id, rank, created_at)`` hits ordered by bm25 rank (lower is better), newer, larger id."""
-    hits = sorted(hits, key=lambda hit: hit[0], reverse=True)
-    hits.sort(key=lambda hit: hit[2], reverse=True)
-    hits.sort(key=lambda hit: hit[1])
-    return hits
 
 
 class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, RowLeases):
@@ -166,7 +157,6 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
             yield self._session
 
     # agents -----------------------------------------------------------------------------------
-    # embedding space --------------------------------------------------------------------------
     # memories ---------------------------------------------------------------------------------
     def insert_memories(self, writes: Sequence[MemoryWrite], *, dedup: DedupRule) -> list[Inserted]:
         results: list[Inserted] = []
@@ -177,9 +167,9 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
                 memory = write.memory
                 author = author_of(memory, authors, self.get_agent)
                 verdict = self._judge(conn, write, neighbours.of(index), dedup)
-                if verdict.duplicate_of is not None:
-                    duplicate = self.get_memory(verdict.duplicate_of, memory.agent_id)
-                    results.append(Inserted(duplicate, True))
+                duplicate = found_duplicate(self._session, memory.agent_id, verdict)
+                if duplicate is not None:
+                    results.append(duplicate)
                     continue
                 now = now_timestamp()
                 conn.execute(
@@ -198,14 +188,8 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
                 record = self.get_memory(conn.last_insert_rowid(), memory.agent_id)
                 self._index.write(record, write.vector, new=True)
                 neighbours.inserted(index, record)
-                similar = self.fetch_memories(memory.agent_id, verdict.similar)
-                results.append(
-                    Inserted(
-                        self.get_memory(record.id, memory.agent_id),
-                        False,
-                        tuple(similar[i] for i in verdict.similar if i in similar),
-                    )
-                )
+                record = self.get_memory(record.id, memory.agent_id)  # with its vector's state
+                results.append(stored(self._session, memory.agent_id, record, verdict))
         return results
 
     def _judge(
@@ -246,59 +230,6 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
     ) -> list[tuple[int, float]]:
         with self._lock:
             return self._index.search(viewer_id, vector, k, filters)
-
-    def text_search(
-        self,
-        viewer_id: int,
-        terms: Sequence[str],
-        k: int,
-        filters: MemoryFilter,
-        *,
-        any_term: bool = False,
-    ) -> list[int]:
-        """Visible matches passing the filters: bm25 rank first, then newer first, then larger id.
-
-        Ranking first (the usual way): FTS5 hands its matches over in rank order (``ORDER BY
-        rank`` alone is consumed by the virtual table) and each is joined to ``memories`` for
-        visibility and the filters as it arrives, so reading stops once ``k`` have passed and the
-        rank has moved past the k-th one's. Other agents' matches ranked above the viewer's cost one
-        row lookup each and never crowd the viewer's out; every row tied in rank with the k-th is
-        read, so the order is exactly that of sorting all visible matches (``_best_first``). At
-        100k memories in one agent an OR query matches about 6k rows: the full-text arm takes
-        about 13 ms this way, 22 ms when SQL joins every match and sorts by rank and creation time.
-
-        Filtering first (with a subject filter, which few matches pass): SQL joins every match and
-        FTS5 ranks only those that pass, cheaper than ranking all of them (about 16 ms against 24
-        at 100k). The cost of ranking first grows as the viewer's share of the matches shrinks: at
-        one in ten (ten agents sharing nothing) both ways cost the same.
-        """
-        match = fts_query.fts5_match(terms, any_term=any_term)
-        if k <= 0 or not match:
-            return []
-        where, params = filter_sql(self._dialect, viewer_id, filters)
-        order = "memory_fts.rank"
-        if filters.subject is not None:
-            order += ", m.created_at DESC, m.id DESC LIMIT :k"
-        sql = (
-            "SELECT m.id, memory_fts.rank, m.created_at FROM memory_fts "
-            "JOIN memories m ON m.id = memory_fts.rowid "
-            f"WHERE memory_fts MATCH :match AND {where} ORDER BY {order}"
-        )
-        found: list[tuple[int, float, str]] = []
-        with self._lock:
-            cursor = self._conn.cursor()
-            try:
-                for memory_id, rank, created_at in cursor.execute(
-                    sql, {**params, "match": match, "k": k}
-                ):
-                    if len(found) >= k and rank > found[k - 1][1]:
-                        break
-                    found.append((int(memory_id), float(rank), str(created_at)))
-            except apsw.SQLError as exc:
-                raise StoreError(f"Full-text query {match!r} was rejected: {exc}.") from exc
-            finally:
-                cursor.close()
-        return [memory_id for memory_id, _, _ in _best_first(found)[:k]]
 
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         with self._lock:
