@@ -17,9 +17,31 @@ from hivekeep.store.sqlite.dialect import SQLITE
 Connection = Any  # apsw.Connection (apsw ships no type stubs)
 
 
+# The columns of a memory row after its id and owner, as m001 created them and m005 rebuilt them
+# (one text, so that the rebuilt table is the same table but for its owner column).
+_MEMORY_FIELDS = """author_name TEXT NOT NULL,
+            content TEXT NOT NULL,
+            text_key TEXT NOT NULL,
+            category TEXT NOT NULL
+                CHECK (category IN ('fact', 'preference', 'decision', 'knowledge')),
+            subject TEXT,
+            importance INTEGER CHECK (importance BETWEEN 1 AND 10),
+            scope TEXT NOT NULL DEFAULT 'private' CHECK (scope IN ('private', 'shared')),
+            source_context TEXT,
+            source TEXT NOT NULL DEFAULT 'explicit' CHECK (source IN ('explicit', 'automatic')),
+            source_message_id INTEGER,
+            retrieval_count INTEGER NOT NULL DEFAULT 0,
+            last_retrieved_at TEXT,
+            embedding_state TEXT NOT NULL DEFAULT 'pending'
+                CHECK (embedding_state IN ('ready', 'pending')),
+            embedding_model TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL"""
+
+
 def m001_initial(conn: Connection) -> None:
     conn.execute(
-        """
+        f"""
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
         CREATE TABLE agents (
@@ -46,24 +68,7 @@ def m001_initial(conn: Connection) -> None:
         CREATE TABLE memories (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             agent_id INTEGER NOT NULL,
-            author_name TEXT NOT NULL,
-            content TEXT NOT NULL,
-            text_key TEXT NOT NULL,
-            category TEXT NOT NULL
-                CHECK (category IN ('fact', 'preference', 'decision', 'knowledge')),
-            subject TEXT,
-            importance INTEGER CHECK (importance BETWEEN 1 AND 10),
-            scope TEXT NOT NULL DEFAULT 'private' CHECK (scope IN ('private', 'shared')),
-            source_context TEXT,
-            source TEXT NOT NULL DEFAULT 'explicit' CHECK (source IN ('explicit', 'automatic')),
-            source_message_id INTEGER,
-            retrieval_count INTEGER NOT NULL DEFAULT 0,
-            last_retrieved_at TEXT,
-            embedding_state TEXT NOT NULL DEFAULT 'pending'
-                CHECK (embedding_state IN ('ready', 'pending')),
-            embedding_model TEXT,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL
+            {_MEMORY_FIELDS}
         );
         CREATE INDEX memories_agent_created ON memories(agent_id, created_at);
         CREATE INDEX memories_shared_created ON memories(scope, created_at);
@@ -100,6 +105,24 @@ def _spoken_date(column: str) -> str:
     )
 
 
+def _fts_triggers(context: str) -> str:
+    """The triggers that keep ``memory_fts`` (content, subject, context) in step with
+    ``memories``, as m002 created them and m005 recreated them with the rebuilt table."""
+    return f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memory_fts(rowid, content, subject, context)
+            VALUES (new.id, new.content, coalesce(new.subject, ''), {context});
+        END;
+        CREATE TRIGGER memories_fts_update
+        AFTER UPDATE OF content, subject, source_context, created_at ON memories BEGIN
+            UPDATE memory_fts
+            SET content = new.content, subject = coalesce(new.subject, ''), context = {context}
+            WHERE rowid = new.id;
+        END;
+        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            DELETE FROM memory_fts WHERE rowid = old.id;
+        END;"""
+
+
 def m002_fts_context(conn: Connection) -> None:
     """Index what a memory's context says: its source context and the date it was created.
 
@@ -116,19 +139,7 @@ def m002_fts_context(conn: Connection) -> None:
         CREATE VIRTUAL TABLE memory_fts USING fts5(
             content, subject, context, tokenize = 'porter unicode61 remove_diacritics 2'
         );
-        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            INSERT INTO memory_fts(rowid, content, subject, context)
-            VALUES (new.id, new.content, coalesce(new.subject, ''), {context});
-        END;
-        CREATE TRIGGER memories_fts_update
-        AFTER UPDATE OF content, subject, source_context, created_at ON memories BEGIN
-            UPDATE memory_fts
-            SET content = new.content, subject = coalesce(new.subject, ''), context = {context}
-            WHERE rowid = new.id;
-        END;
-        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
-            DELETE FROM memory_fts WHERE rowid = old.id;
-        END;
+        {_fts_triggers(context)}
         INSERT INTO memory_fts(rowid, content, subject, context)
         SELECT id, content, coalesce(subject, ''), {context.replace("new.", "")} FROM memories;
         """
@@ -241,24 +252,7 @@ def m005_memories_outlive_authors(conn: Connection) -> None:
         CREATE TABLE memories_new (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             agent_id INTEGER REFERENCES agents(id) ON DELETE SET NULL,
-            author_name TEXT NOT NULL,
-            content TEXT NOT NULL,
-            text_key TEXT NOT NULL,
-            category TEXT NOT NULL
-                CHECK (category IN ('fact', 'preference', 'decision', 'knowledge')),
-            subject TEXT,
-            importance INTEGER CHECK (importance BETWEEN 1 AND 10),
-            scope TEXT NOT NULL DEFAULT 'private' CHECK (scope IN ('private', 'shared')),
-            source_context TEXT,
-            source TEXT NOT NULL DEFAULT 'explicit' CHECK (source IN ('explicit', 'automatic')),
-            source_message_id INTEGER,
-            retrieval_count INTEGER NOT NULL DEFAULT 0,
-            last_retrieved_at TEXT,
-            embedding_state TEXT NOT NULL DEFAULT 'pending'
-                CHECK (embedding_state IN ('ready', 'pending')),
-            embedding_model TEXT,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
+            {_MEMORY_FIELDS},
             CHECK (agent_id IS NOT NULL OR scope = 'shared')
         );
         INSERT INTO memories_new SELECT id, agent_id, author_name, content, text_key, category,
@@ -272,19 +266,7 @@ def m005_memories_outlive_authors(conn: Connection) -> None:
         CREATE INDEX memories_text_key ON memories(text_key);
         CREATE INDEX memories_pending ON memories(embedding_state)
             WHERE embedding_state = 'pending';
-        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            INSERT INTO memory_fts(rowid, content, subject, context)
-            VALUES (new.id, new.content, coalesce(new.subject, ''), {context});
-        END;
-        CREATE TRIGGER memories_fts_update
-        AFTER UPDATE OF content, subject, source_context, created_at ON memories BEGIN
-            UPDATE memory_fts
-            SET content = new.content, subject = coalesce(new.subject, ''), context = {context}
-            WHERE rowid = new.id;
-        END;
-        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
-            DELETE FROM memory_fts WHERE rowid = old.id;
-        END;
+        {_fts_triggers(context)}
         """
     )
     conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'memories'", (counter,))
