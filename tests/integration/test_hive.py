@@ -8,7 +8,7 @@ import apsw
 import pytest
 
 from hivekeep import EmbedderMismatch, Hive, NotFound, Settings, StoreError, ValidationError
-from hivekeep.store.migrations import sqlite as migrations
+from hivekeep.store.sqlite import migrations
 from hivekeep.types import EmbeddingState
 from tests.support import VectorTable
 

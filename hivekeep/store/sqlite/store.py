@@ -33,13 +33,13 @@ from hivekeep.store.base import (
     Vector,
     _Keep,
 )
-from hivekeep.store.migrations import sqlite as migrations
 from hivekeep.store.rows import MEMORY_COLUMNS, author_of, described, memory_from_row
 from hivekeep.store.sql.agents import AgentRows
 from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import VersionRows
 from hivekeep.store.sql.memories import MemoryRows, found_duplicate, same_text, stored, visible
+from hivekeep.store.sqlite import migrations
 from hivekeep.store.sqlite.dialect import SQLITE
 from hivekeep.store.sqlite.history import HistoryRows
 from hivekeep.store.sqlite.leases import RowLeases

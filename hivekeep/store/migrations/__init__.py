@@ -1,1 +1,0 @@
-"""Versioned schema migrations, one module per backend."""
