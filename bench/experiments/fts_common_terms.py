@@ -126,7 +126,9 @@ def arm(
         return f"({expression}){scope}" if scope else expression
 
     split = (
-        fts_query.split_common(words, frequencies(words), frequencies.rows, CUTOFF)
+        fts_query.split_common(
+            words, {w for w, n in frequencies(words).items() if n > CUTOFF * frequencies.rows}
+        )
         if frequencies is not None
         else fts_query.TermSplit(tuple(words), ())
     )

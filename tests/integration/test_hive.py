@@ -115,7 +115,7 @@ def test_older_file_is_migrated_on_open(
             "Sold the old car"
         ]  # found through the date indexed by m002
     conn = apsw.Connection(str(db_path))
-    assert migrations.current_version(conn) == migrations.LATEST == 6
+    assert migrations.current_version(conn) == migrations.LATEST == 7
     assert migrations.pending(conn) == []
 
 
@@ -143,7 +143,7 @@ def test_version_4_file_gets_ownerless_shared_memories(
         alice.forget(gone.memory.id)
     monkeypatch.undo()
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
-        assert migrations.current_version(hive.store._conn) == 6  # type: ignore[attr-defined]
+        assert migrations.current_version(hive.store._conn) == 7  # type: ignore[attr-defined]
         kept = hive.delete_agent("alice")
         assert (kept.private_memories, kept.shared_memories) == (1, 1)
         bob = hive.get_agent("bob")

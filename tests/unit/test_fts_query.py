@@ -75,20 +75,14 @@ def test_any_text_builds_valid_fts5_syntax(fts: apsw.Connection, text: str) -> N
 
 
 def test_common_terms_become_optional_and_keep_their_order() -> None:
-    split = split_common(
-        ["ferry", "the", "lisbon", "later"], {"the": 900, "later": 150, "lisbon": 3}, 1000, 0.1
-    )
+    split = split_common(["ferry", "the", "lisbon", "later"], {"the", "later"})
     assert split == TermSplit(("ferry", "lisbon"), ("the", "later"))
 
 
-def test_a_term_at_the_cutoff_is_still_rare() -> None:
-    assert split_common(["tea"], {"tea": 100}, 1000, 0.1) == TermSplit(("tea",), ())
-
-
-def test_common_terms_match_needs_a_rare_term() -> None:
+def test_common_terms_match_whole_words_and_all_of_them_without_a_rare_term() -> None:
     assert common_terms_match(TermSplit(("tea",), ())) == '"tea"*'
-    with pytest.raises(ValueError, match="required"):
-        common_terms_match(TermSplit((), ("the",)))
+    assert common_terms_match(TermSplit(("tea",), ("cup",))) == '("tea"*) AND ("tea"* OR "cup")'
+    assert common_terms_match(TermSplit((), ("the", "cup"))) == '"the" AND "cup"'
 
 
 def test_at_least_two_pairs_the_terms_and_caps_them() -> None:
@@ -109,3 +103,4 @@ def test_common_term_expressions_match_what_they_promise() -> None:
 
     assert rows(at_least_two(["red", "old", "car"])) == {1, 2, 3}
     assert rows(common_terms_match(TermSplit(("bike", "tram"), ("red",)))) == {2, 4}
+    assert rows(common_terms_match(TermSplit((), ("red", "car")))) == {1}

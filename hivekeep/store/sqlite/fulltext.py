@@ -3,12 +3,22 @@ ranked by bm25. The PostgreSQL arm is ``postgres/fulltext.py``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import apsw
 
 from hivekeep.core import fts_query
 from hivekeep.errors import StoreError
 from hivekeep.store.sql.dialect import Session, TextQuery
 from hivekeep.store.sql.memories import filter_sql
+from hivekeep.types import Scope
+
+TEXT_COLUMNS = "{content subject context}"  # a query's words never match the audience column
+
+# A term matching more rows than this is common: it only counts together with the query's other
+# terms (Lucene's CommonTermsQuery). Ranking costs FTS5 about 1.5 µs a match, so this bounds what
+# one common term adds to the OR; a hive with fewer memories never has a common term.
+COMMON_ROWS = 2000
 
 
 def _best_first(hits: list[tuple[int, float, str]]) -> list[tuple[int, float, str]]:
@@ -19,36 +29,87 @@ def _best_first(hits: list[tuple[int, float, str]]) -> list[tuple[int, float, st
     return hits
 
 
+def audience(q: TextQuery) -> str:
+    """The FTS5 condition on the audience column (``m007_fts_audience``) that every memory the
+    viewer may see passes: its own private ones, and every shared one."""
+    if q.filters.scope is Scope.SHARED:
+        return 'audience : "shared"'
+    if q.filters.scope is Scope.PRIVATE:
+        return f'audience : "a{q.viewer_id}"'
+    return f'audience : ("a{q.viewer_id}" OR "shared")'
+
+
+def common_terms(s: Session, words: Sequence[str]) -> set[str]:
+    """The words matching more than ``COMMON_ROWS`` rows (any agent's; an upper bound).
+
+    Reading a term's matches in rowid order costs no ranking: about 0.3 ms for 2,000 rows; a
+    hive whose ids stay under the bound is not probed at all.
+    """
+    newest = s.conn.execute("SELECT max(rowid) FROM memory_fts").fetchone()[0]
+    if newest is None or newest <= COMMON_ROWS:
+        return set()
+    common = set()
+    for word in words:
+        term = fts_query.fts5_match([word])
+        if not term:
+            continue
+        row = s.conn.execute(
+            "SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT 1 OFFSET ?",
+            (f"{TEXT_COLUMNS} : {term}", COMMON_ROWS),
+        ).fetchone()
+        if row is not None:
+            common.add(word)
+    return common
+
+
+def expression(s: Session, q: TextQuery) -> str:
+    """The user's part of the MATCH: every term, or for ``any_term`` at least one, where common
+    terms only score. The fill's OR would rank every row holding any common term (a quarter of
+    a hive for four frequent words, 60 ms at 100k): with a rare term among them, rows must hold
+    a rare one; with none, every term is required (``fts_query.common_terms_match``)."""
+    if not q.any_term or len(q.terms) < 2:
+        return fts_query.fts5_match(q.terms, any_term=q.any_term)
+    return fts_query.common_terms_match(fts_query.split_common(q.terms, common_terms(s, q.terms)))
+
+
 def fts5_search(s: Session, q: TextQuery) -> list[int]:
     """Visible matches passing the filters: bm25 rank first, then newer first, then larger id.
 
-    Ranking first (the usual way): FTS5 hands its matches over in rank order (``ORDER BY
-    rank`` alone is consumed by the virtual table) and each is joined to ``memories`` for
-    visibility and the filters as it arrives, so reading stops once ``k`` have passed and the
-    rank has moved past the k-th one's. Other agents' matches ranked above the viewer's cost one
-    row lookup each and never crowd the viewer's out; every row tied in rank with the k-th is
-    read, so the order is exactly that of sorting all visible matches (``_best_first``). At
-    100k memories in one agent an OR query matches about 6k rows: the full-text arm takes
-    about 13 ms this way, 22 ms when SQL joins every match and sorts by rank and creation time.
+    The MATCH carries visibility (the audience column), so FTS5 ranks only rows the viewer may
+    see: other agents' rows cost nothing and never crowd the viewer's out (ten agents at 100k:
+    docs/benchmarks.md, "Issue 17, SQLite"). With no other filter the arm is FTS5 alone, read in
+    rank order until ``k`` have passed and the rank has moved past the k-th one's (every row
+    tied with the k-th is read, so the order is exactly that of sorting all matches); the
+    creation times that break ties are read for those rows only.
 
-    Filtering first (with a subject filter, which few matches pass): SQL joins every match and
-    FTS5 ranks only those that pass, cheaper than ranking all of them (about 16 ms against 24
-    at 100k). The cost of ranking first grows as the viewer's share of the matches shrinks: at
-    one in ten (ten agents sharing nothing) both ways cost the same.
+    Other filters (category, date, subject, own): SQL joins each match to ``memories``. With a
+    subject filter, which few matches pass, SQL joins every match and FTS5 ranks only those that
+    pass, cheaper than ranking all of them.
     """
     k = q.k
-    match = fts_query.fts5_match(q.terms, any_term=q.any_term)
-    if k <= 0 or not match:
+    words = expression(s, q) if k > 0 else ""
+    if not words:
         return []
-    where, params = filter_sql(s.dialect, q.viewer_id, q.filters)
-    order = "memory_fts.rank"
-    if q.filters.subject is not None:
-        order += ", m.created_at DESC, m.id DESC LIMIT :k"
-    sql = (
-        "SELECT m.id, memory_fts.rank, m.created_at FROM memory_fts "
-        "JOIN memories m ON m.id = memory_fts.rowid "
-        f"WHERE memory_fts MATCH :match AND {where} ORDER BY {order}"
-    )
+    match = f"{TEXT_COLUMNS} : ({words}) AND {audience(q)}"
+    filters = q.filters
+    joined = filters.category is not None or filters.since is not None or filters.own
+    if filters.subject is not None:
+        where, params = filter_sql(s.dialect, q.viewer_id, filters)
+        sql = (
+            "SELECT m.id, memory_fts.rank, m.created_at FROM memory_fts "
+            "JOIN memories m ON m.id = memory_fts.rowid WHERE memory_fts MATCH :match "
+            f"AND {where} ORDER BY memory_fts.rank, m.created_at DESC, m.id DESC LIMIT :k"
+        )
+    elif joined:
+        where, params = filter_sql(s.dialect, q.viewer_id, filters)
+        sql = (
+            "SELECT m.id, memory_fts.rank, m.created_at FROM memory_fts "
+            "JOIN memories m ON m.id = memory_fts.rowid "
+            f"WHERE memory_fts MATCH :match AND {where} ORDER BY memory_fts.rank"
+        )
+    else:
+        params = {}
+        sql = "SELECT rowid, rank, '' FROM memory_fts WHERE memory_fts MATCH :match ORDER BY rank"
     found: list[tuple[int, float, str]] = []
     cursor = s.conn.cursor()
     try:
@@ -60,4 +121,17 @@ def fts5_search(s: Session, q: TextQuery) -> list[int]:
         raise StoreError(f"Full-text query {match!r} was rejected: {exc}.") from exc
     finally:
         cursor.close()
+    if not joined and filters.subject is None:
+        found = _with_created_at(s, found)
     return [memory_id for memory_id, _, _ in _best_first(found)[:k]]
+
+
+def _with_created_at(
+    s: Session, found: list[tuple[int, float, str]]
+) -> list[tuple[int, float, str]]:
+    """The hits with their creation times, which break ties in rank."""
+    if not found:
+        return found
+    among, params = s.dialect.any_of("id", [memory_id for memory_id, _, _ in found])
+    created = dict(s.rows(f"SELECT id, created_at FROM memories WHERE {among}", params))
+    return [(memory_id, rank, str(created[memory_id])) for memory_id, rank, _ in found]

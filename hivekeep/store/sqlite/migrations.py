@@ -105,17 +105,24 @@ def _spoken_date(column: str) -> str:
     )
 
 
-def _fts_triggers(context: str) -> str:
+def _fts_triggers(context: str, audience: str | None = None) -> str:
     """The triggers that keep ``memory_fts`` (content, subject, context) in step with
-    ``memories``, as m002 created them and m005 recreated them with the rebuilt table."""
+    ``memories``, as m002 created them and m005 recreated them with the rebuilt table; with
+    ``audience`` (m007) they also write the audience column, and a change of owner or scope
+    rewrites it."""
+    columns, values, of = "", "", ""
+    sets = f"content = new.content, subject = coalesce(new.subject, ''), context = {context}"
+    if audience is not None:
+        columns, values, of = ", audience", f", {audience}", ", agent_id, scope"
+        sets += f", audience = {audience}"
     return f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            INSERT INTO memory_fts(rowid, content, subject, context)
-            VALUES (new.id, new.content, coalesce(new.subject, ''), {context});
+            INSERT INTO memory_fts(rowid, content, subject, context{columns})
+            VALUES (new.id, new.content, coalesce(new.subject, ''), {context}{values});
         END;
         CREATE TRIGGER memories_fts_update
-        AFTER UPDATE OF content, subject, source_context, created_at ON memories BEGIN
+        AFTER UPDATE OF content, subject, source_context, created_at{of} ON memories BEGIN
             UPDATE memory_fts
-            SET content = new.content, subject = coalesce(new.subject, ''), context = {context}
+            SET {sets}
             WHERE rowid = new.id;
         END;
         CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
@@ -342,6 +349,42 @@ def m006_history_and_trash(conn: Connection) -> None:
     )
 
 
+# Who may see a memory, as one full-text token: ``a<owner id>`` for a private memory, ``shared``
+# for a shared one (its owner may be gone). See ``m007_fts_audience``.
+_AUDIENCE = "CASE WHEN new.scope = 'shared' THEN 'shared' ELSE 'a' || new.agent_id END"
+
+
+def m007_fts_audience(conn: Connection) -> None:
+    """An ``audience`` column in ``memory_fts``, so a search ranks only what the viewer may see.
+
+    With ten agents sharing a file, FTS5 ranked every agent's matches before visibility was
+    checked row by row: ``AND audience : ("a7" OR "shared")`` inside the MATCH leaves the others
+    out of the ranking (11.4 to 3.0 ms at 20k, docs/benchmarks.md, issue 17). Its bm25 weight is
+    0, so the column never changes a score. FTS5 cannot add a column, so the table is rebuilt
+    from ``memories`` (same rowids) and the triggers recreated; the fts5vocab table
+    ``memory_fts_terms`` gives each term's document count (which terms are common).
+    """
+    context = f"trim(coalesce(new.source_context, '') || ' ' || {_spoken_date('new.created_at')})"
+    conn.execute(
+        f"""
+        DROP TRIGGER memories_fts_insert;
+        DROP TRIGGER memories_fts_update;
+        DROP TRIGGER memories_fts_delete;
+        DROP TABLE memory_fts;
+        CREATE VIRTUAL TABLE memory_fts USING fts5(
+            content, subject, context, audience,
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO memory_fts(memory_fts, rank) VALUES ('rank', 'bm25(1.0, 1.0, 1.0, 0.0)');
+        CREATE VIRTUAL TABLE memory_fts_terms USING fts5vocab(memory_fts, row);
+        {_fts_triggers(context, _AUDIENCE)}
+        INSERT INTO memory_fts(rowid, content, subject, context, audience)
+        SELECT id, content, coalesce(subject, ''), {context.replace("new.", "")},
+            {_AUDIENCE.replace("new.", "")} FROM memories;
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial", m001_initial),
     (2, "full text over source context and date", m002_fts_context),
@@ -349,6 +392,7 @@ MIGRATIONS: list[Migration] = [
     (4, "conversations, summaries, agent settings, leases", m004_conversations),
     (5, "shared memories outlive their author", m005_memories_outlive_authors),
     (6, "versions of memories and profiles, and a trash", m006_history_and_trash),
+    (7, "full-text audience column", m007_fts_audience),
 ]
 LATEST = MIGRATIONS[-1][0]
 
