@@ -214,6 +214,8 @@ def split_common(words: Sequence[str], common: Collection[str]) -> TermSplit:
     >>> split_common(["lisbon", "flat"], {"flat"})
     TermSplit(required=('lisbon',), optional=('flat',))
     """
+    if isinstance(words, str):
+        raise TypeError("split_common takes a sequence of words, not one string")
     return TermSplit(
         tuple(w for w in words if w not in common), tuple(w for w in words if w in common)
     )
@@ -237,11 +239,21 @@ def common_terms_match(split: TermSplit) -> str:
     '"red" AND "car"'
     """
     if not split.required:
-        return fts5_match(split.optional, prefix=False)
+        return all_terms_match(split)
     rare = fts5_match(split.required, any_term=True)
     if not split.optional:
         return rare
     return f"({rare}) AND ({rare} OR {fts5_match(split.optional, any_term=True, prefix=False)})"
+
+
+def all_terms_match(split: TermSplit) -> str:
+    """Every term, the common ones as whole words (see ``common_terms_match``).
+
+    >>> all_terms_match(TermSplit(("lisbon",), ("flat",)))
+    '"lisbon"* AND "flat"'
+    """
+    parts = [fts5_match(split.required), fts5_match(split.optional, prefix=False)]
+    return " AND ".join(part for part in parts if part)
 
 
 MAX_PAIRED = 8  # terms past this are left out of ``at_least_two`` (8 terms: 28 pairs)

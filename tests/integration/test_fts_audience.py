@@ -16,6 +16,12 @@ from tests.support import VectorTable
 NO_FILTER = MemoryFilter()
 
 
+@pytest.fixture(autouse=True, params=["audience", "join"])
+def visibility(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test both ways: visibility in the MATCH, and by the join to ``memories``."""
+    monkeypatch.setattr(fulltext, "NARROW_BELOW", 1.01 if request.param == "audience" else 0.0)
+
+
 def audiences(db_path: Path) -> dict[int, str]:
     conn = apsw.Connection(str(db_path))
     try:

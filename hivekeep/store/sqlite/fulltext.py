@@ -40,24 +40,26 @@ def audience(q: TextQuery) -> str:
 
 
 def common_terms(s: Session, words: Sequence[str]) -> set[str]:
-    """The words matching more than ``COMMON_ROWS`` rows (any agent's; an upper bound).
+    """The words found, as whole words, in more than ``COMMON_ROWS`` rows (in any column, by any
+    agent: an upper bound).
 
-    Reading a term's matches in rowid order costs no ranking: about 0.3 ms for 2,000 rows; a
-    hive whose ids stay under the bound is not probed at all.
+    Reading a word's matches in rowid order ranks nothing: about 0.2 ms for 2,000 rows at 100k
+    (0.6 ms as a prefix, 0.8 ms limited to the text columns); a hive whose ids stay under the
+    bound is not probed at all.
     """
     newest = s.conn.execute("SELECT max(rowid) FROM memory_fts").fetchone()[0]
     if newest is None or newest <= COMMON_ROWS:
         return set()
     common = set()
     for word in words:
-        term = fts_query.fts5_match([word])
-        if not term:
-            continue
-        row = s.conn.execute(
-            "SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT 1 OFFSET ?",
-            (f"{TEXT_COLUMNS} : {term}", COMMON_ROWS),
-        ).fetchone()
-        if row is not None:
+        term = fts_query.fts5_match([word], prefix=False)
+        if (
+            term
+            and s.conn.execute(
+                "SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT 1 OFFSET ?",
+                (term, COMMON_ROWS),
+            ).fetchone()
+        ):
             common.add(word)
     return common
 
@@ -65,34 +67,61 @@ def common_terms(s: Session, words: Sequence[str]) -> set[str]:
 def expression(s: Session, q: TextQuery) -> str:
     """The user's part of the MATCH: every term, or for ``any_term`` at least one, where common
     terms only score. The fill's OR would rank every row holding any common term (a quarter of
-    a hive for four frequent words, 60 ms at 100k): with a rare term among them, rows must hold
-    a rare one; with none, every term is required (``fts_query.common_terms_match``)."""
-    if not q.any_term or len(q.terms) < 2:
-        return fts_query.fts5_match(q.terms, any_term=q.any_term)
-    return fts_query.common_terms_match(fts_query.split_common(q.terms, common_terms(s, q.terms)))
+    a hive for four frequent words, 60-140 ms at 100k): with a rare term among them, rows must
+    hold a rare one; with none, every term is required (``fts_query.common_terms_match``).
+    Common terms match as whole words in both (``fts_query.all_terms_match``)."""
+    if isinstance(q.terms, str) or len(q.terms) < 2:
+        return fts_query.fts5_match(q.terms)  # one string: a TypeError, not its letters
+    split = fts_query.split_common(q.terms, common_terms(s, q.terms))
+    if q.any_term:
+        return fts_query.common_terms_match(split)
+    return fts_query.all_terms_match(split)
+
+
+SAMPLE = 64  # memories sampled, evenly over the ids, for the viewer's share of the hive
+
+
+def viewer_share(s: Session, viewer_id: int) -> float:
+    """About what share of the hive the viewer may see: ``SAMPLE`` ids spread evenly from the
+    first to the newest, looked up by primary key (about 0.1 ms at any size)."""
+    newest = s.conn.execute("SELECT max(rowid) FROM memory_fts").fetchone()[0]
+    if newest is None:
+        return 1.0
+    ids = sorted({1 + (int(newest) - 1) * i // (SAMPLE - 1) for i in range(SAMPLE)})
+    among, params = s.dialect.any_of("id", ids)
+    rows = s.rows(
+        f"SELECT agent_id = ? OR scope = 'shared' FROM memories WHERE {among}", [viewer_id, *params]
+    )
+    return sum(int(visible) for (visible,) in rows) / len(rows) if rows else 1.0
+
+
+NARROW_BELOW = 0.5  # the audience condition pays when the viewer may see less than this share
 
 
 def fts5_search(s: Session, q: TextQuery) -> list[int]:
     """Visible matches passing the filters: bm25 rank first, then newer first, then larger id.
 
-    The MATCH carries visibility (the audience column), so FTS5 ranks only rows the viewer may
-    see: other agents' rows cost nothing and never crowd the viewer's out (ten agents at 100k:
-    docs/benchmarks.md, "Issue 17, SQLite"). With no other filter the arm is FTS5 alone, read in
-    rank order until ``k`` have passed and the rank has moved past the k-th one's (every row
-    tied with the k-th is read, so the order is exactly that of sorting all matches); the
-    creation times that break ties are read for those rows only.
+    When the viewer may see under half the hive, the MATCH carries visibility (the audience
+    column), so FTS5 ranks only rows the viewer may see: other agents' rows cost nothing and
+    never crowd the viewer's out. With no other filter the arm is then FTS5 alone. Otherwise
+    (one agent's hive: the condition would cost a pass over every row's audience, 1.2 to 5.7 ms
+    for an AND at 100k) each match is joined to ``memories`` for visibility and the filters as
+    FTS5 hands it over in rank order. Either way reading stops once ``k`` have passed and the
+    rank has moved past the k-th one's (every row tied with the k-th is read, so the order is
+    exactly that of sorting all matches; creation times break ties). Figures:
+    docs/benchmarks.md, "Issue 17, SQLite".
 
-    Other filters (category, date, subject, own): SQL joins each match to ``memories``. With a
-    subject filter, which few matches pass, SQL joins every match and FTS5 ranks only those that
-    pass, cheaper than ranking all of them.
+    With a subject filter, which few matches pass, SQL joins every match and FTS5 ranks only
+    those that pass, cheaper than ranking all of them.
     """
     k = q.k
     words = expression(s, q) if k > 0 else ""
     if not words:
         return []
-    match = f"{TEXT_COLUMNS} : ({words}) AND {audience(q)}"
+    narrow = viewer_share(s, q.viewer_id) < NARROW_BELOW
+    match = f"{TEXT_COLUMNS} : ({words})" + (f" AND {audience(q)}" if narrow else "")
     filters = q.filters
-    joined = filters.category is not None or filters.since is not None or filters.own
+    joined = not narrow or filters.category is not None or filters.since is not None or filters.own
     if filters.subject is not None:
         where, params = filter_sql(s.dialect, q.viewer_id, filters)
         sql = (
