@@ -24,12 +24,11 @@ import psycopg_pool
 from psycopg import sql
 from psycopg.rows import TupleRow
 
-from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
+from hivekeep.core.dedup import DedupRule
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import StoreError
 from hivekeep.store.base import (
     HISTORY_LIMIT,
-    PERSON,
     EmbeddingSpace,
     Inserted,
     MemoryFilter,
@@ -41,6 +40,7 @@ from hivekeep.store.base import (
 from hivekeep.store.postgres import history, migrations
 from hivekeep.store.postgres.dialect import POSTGRES
 from hivekeep.store.postgres.history import HistoryRows
+from hivekeep.store.postgres.inserts import insert_batch
 from hivekeep.store.postgres.leases import AdvisoryLeases
 from hivekeep.store.postgres.vectors import checked_vector, vector_literal
 from hivekeep.store.rows import MEMORY_COLUMNS, author_of, memory_from_row
@@ -49,8 +49,7 @@ from hivekeep.store.sql.agents import AgentRows
 from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import VersionRows
-from hivekeep.store.sql.memories import MemoryRows, filter_sql, found_duplicate, same_text, stored
-from hivekeep.store.vector_cache import subject_key
+from hivekeep.store.sql.memories import MemoryRows, filter_sql
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -203,64 +202,20 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
     # embedding space --------------------------------------------------------------------------
     # memories ---------------------------------------------------------------------------------
     def insert_memories(self, writes: Sequence[MemoryWrite], *, dedup: DedupRule) -> list[Inserted]:
-        results: list[Inserted] = []
+        """The batch judged and written in a few round trips (``inserts.py``)."""
         if not writes:
-            return results
+            return []
         with self._transaction() as conn:
             # One inserter at a time, as SQLite's single writer: the duplicate check sees every
-            # memory committed before, and the batch's own earlier rows (same transaction).
+            # memory committed before, and the batch's own earlier rows.
             conn.execute(
                 "SELECT pg_advisory_xact_lock("
                 "hashtextextended(current_schema() || ':hivekeep:insert', 0))"
             )
-            space = agents.space(_session(conn))
+            s = _session(conn)
             authors: dict[int, str] = {}
-            for write in writes:
-                memory = write.memory
-                author = author_of(memory, authors, lambda key: agents.agent(_session(conn), key))
-                literal = None
-                if write.vector is not None and space is not None:
-                    literal = checked_vector(write.vector, space)
-                verdict = _judge(conn, write, literal, dedup)
-                duplicate = found_duplicate(_session(conn), memory.agent_id, verdict)
-                if duplicate is not None:
-                    results.append(duplicate)
-                    continue
-                now = now_timestamp()
-                row = _execute(
-                    conn,
-                    "INSERT INTO memories(agent_id, author_name, content, text_key, category, "
-                    "subject, subject_key, importance, scope, source_context, source, "
-                    "source_message_id, embedding, embedding_state, embedding_model, "
-                    "retrieval_count, last_retrieved_at, created_at, updated_at) VALUES "
-                    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, %s, %s, %s, %s, "
-                    f"%s, %s) RETURNING {MEMORY_COLUMNS}",
-                    (
-                        None if memory.agent_id == PERSON else memory.agent_id,
-                        author,
-                        memory.content,
-                        write.text_key,
-                        memory.category.value,
-                        memory.subject,
-                        subject_key(memory.subject),
-                        memory.importance,
-                        memory.scope.value,
-                        memory.source_context,
-                        memory.source.value,
-                        memory.source_message_id,
-                        literal,
-                        "pending" if literal is None else "ready",
-                        None if literal is None or space is None else space.model,
-                        memory.retrieval_count,
-                        memory.last_retrieved_at,
-                        memory.created_at or now,
-                        memory.updated_at or now,
-                    ),
-                ).fetchone()
-                assert row is not None
-                record = memory_from_row(row)
-                results.append(stored(_session(conn), memory.agent_id, record, verdict))
-        return results
+            names = [author_of(w.memory, authors, lambda key: agents.agent(s, key)) for w in writes]
+            return insert_batch(s, writes, names, agents.space(s), dedup)
 
     def _forget_agent(self, s: Session, agent_id: int) -> None:
         history.forget_agent_history(s.conn, agent_id)
@@ -409,26 +364,3 @@ def _execute(
         return conn.execute(query, params, prepare=prepare)
     except psycopg.errors.DataException as exc:
         raise StoreError(f"PostgreSQL refused a value: {exc}".rstrip()) from exc
-
-
-def _judge(conn: Connection, write: MemoryWrite, literal: str | None, dedup: DedupRule) -> Verdict:
-    """The same text among the author's visible memories, else the dedup rule over the closest
-    visible vectors at or above its floor (ties: the smaller id)."""
-    author = write.memory.agent_id
-    duplicate = same_text(_session(conn), write.text_key, author)
-    if duplicate is not None:
-        return Verdict(duplicate, ())
-    if literal is None or dedup.floor > 1.0 + 1e-6:
-        return Verdict(None, ())  # no vector, or a floor no cosine reaches
-    rows = conn.execute(
-        "SELECT id, content, embedding <=> %(q)s::vector AS distance FROM memories "
-        "WHERE embedding IS NOT NULL AND (agent_id = %(author)s OR scope = 'shared') "
-        "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s",
-        {"q": literal, "author": author, "k": NEIGHBOURS},
-    ).fetchall()
-    candidates = [
-        Candidate(int(memory_id), content, 1.0 - float(distance))
-        for memory_id, content, distance in rows
-        if 1.0 - float(distance) >= dedup.floor
-    ]
-    return dedup.judge(write.memory.content, candidates)

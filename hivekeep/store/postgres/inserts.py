@@ -1,0 +1,274 @@
+"""``PostgresStore.insert_memories``: a batch judged and written in a few round trips.
+
+Inside the insert lock (no other inserter runs meanwhile), the batch asks the database once for
+what was there before it: one statement for the writes' exact-text matches, and each write's
+closest visible vectors (the HNSW statement of one write, all of them sent in one pipeline).
+Each write is then judged in order against those rows and the batch's own earlier rows (their
+vectors compared in numpy), which is the same set of candidates a write-by-write insert would
+see: the ``NEIGHBOURS`` closest of (rows before the batch, earlier rows of the batch) are among
+(the ``NEIGHBOURS`` closest rows before the batch, every earlier row of the batch). The rows that
+stay are written by one ``INSERT ... SELECT FROM unnest(...)`` with ids drawn from the identity
+beforehand, so a write can name an earlier one of its batch as similar or as its duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg.rows import TupleRow
+
+from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
+from hivekeep.core.text import now_timestamp
+from hivekeep.store.base import PERSON, EmbeddingSpace, Inserted, MemoryWrite
+from hivekeep.store.postgres.vectors import checked_vector
+from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
+from hivekeep.store.sql.dialect import Session
+from hivekeep.store.sql.memories import fetch, found_duplicate
+from hivekeep.store.vector_cache import subject_key
+
+Connection = psycopg.Connection[TupleRow]
+Similarities = npt.NDArray[np.float64]
+
+# Candidates the HNSW scan keeps for a write's neighbour lookup. Dedup needs the few rows at or
+# above the rule's floor, which an HNSW walk reaches first; the search arm's larger setting
+# (``store.HNSW_EF_SEARCH``) would cost each write about four times as much.
+DEDUP_EF_SEARCH = 100
+_COLUMNS = (
+    ("id", "bigint"),
+    ("agent_id", "bigint"),
+    ("author_name", "text"),
+    ("content", "text"),
+    ("text_key", "text"),
+    ("category", "text"),
+    ("subject", "text"),
+    ("subject_key", "text"),
+    ("importance", "integer"),
+    ("scope", "text"),
+    ("source_context", "text"),
+    ("source", "text"),
+    ("source_message_id", "bigint"),
+    ("embedding", "vector"),
+    ("embedding_state", "text"),
+    ("embedding_model", "text"),
+    ("retrieval_count", "integer"),
+    ("last_retrieved_at", "text"),
+    ("created_at", "text"),
+    ("updated_at", "text"),
+)
+_INSERT = (
+    f"INSERT INTO memories ({', '.join(name for name, _ in _COLUMNS)}) OVERRIDING SYSTEM VALUE "
+    f"SELECT * FROM unnest({', '.join(f'%s::{kind}[]' for _, kind in _COLUMNS)}) "
+    f"RETURNING {MEMORY_COLUMNS}"
+)
+_NEIGHBOURS = (
+    "SELECT id, content, embedding <=> %(q)s::vector AS distance FROM memories "
+    "WHERE embedding IS NOT NULL AND (agent_id = %(author)s OR scope = 'shared') "
+    "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s"
+)
+
+
+@dataclass
+class _Kept:
+    """A write of the batch that becomes a row: its id and the columns' values."""
+
+    index: int
+    id: int
+    owner: int | None  # the stored agent_id (None: a deleted author's shared memory)
+    shared: bool
+    has_vector: bool
+    values: tuple[Any, ...]
+    verdict: Verdict
+
+
+def insert_batch(
+    s: Session,
+    writes: Sequence[MemoryWrite],
+    authors: Sequence[str],
+    space: EmbeddingSpace | None,
+    dedup: DedupRule,
+) -> list[Inserted]:
+    """Judge and write ``writes`` (``authors``: each one's author name) inside the caller's
+    transaction, which holds the insert lock."""
+    conn: Connection = s.conn
+    literals = [
+        None if w.vector is None or space is None else checked_vector(w.vector, space)
+        for w in writes
+    ]
+    earlier = _same_text_before(conn, writes)
+    close = _neighbours_before(conn, writes, literals, dedup)
+    ids = [
+        int(row[0])
+        for row in conn.execute(
+            "SELECT nextval(pg_get_serial_sequence('memories', 'id')) FROM generate_series(1, %s)",
+            (len(writes),),
+        )
+    ]
+    units = _units(writes, literals)
+    kept: list[_Kept] = []
+    duplicates: dict[int, Verdict] = {}
+    for index, write in enumerate(writes):
+        memory, literal = write.memory, literals[index]
+        before = earlier.get(index), close.get(index, [])
+        verdict = _judge(index, writes, literal is not None, *before, units, kept, dedup)
+        if verdict.duplicate_of is not None:
+            duplicates[index] = verdict
+            continue
+        now = now_timestamp()
+        owner = None if memory.agent_id == PERSON else memory.agent_id
+        values = (
+            ids[len(kept)],
+            owner,
+            authors[index],
+            memory.content,
+            write.text_key,
+            memory.category.value,
+            memory.subject,
+            subject_key(memory.subject),
+            memory.importance,
+            memory.scope.value,
+            memory.source_context,
+            memory.source.value,
+            memory.source_message_id,
+            literal,
+            "pending" if literal is None else "ready",
+            None if literal is None or space is None else space.model,
+            memory.retrieval_count,
+            memory.last_retrieved_at,
+            memory.created_at or now,
+            memory.updated_at or now,
+        )
+        shared = memory.scope.value == "shared"
+        vector = literal is not None
+        kept.append(_Kept(index, ids[len(kept)], owner, shared, vector, values, verdict))
+    records = {}
+    if kept:
+        columns = [list(column) for column in zip(*(k.values for k in kept), strict=True)]
+        for row in conn.execute(_INSERT, columns).fetchall():
+            records[int(row[0])] = memory_from_row(row)
+    similar: dict[int, dict[int, Any]] = {}  # author -> id -> record
+    for k in kept:
+        if k.verdict.similar:
+            author = writes[k.index].memory.agent_id
+            similar.setdefault(author, {})[k.index] = k.verdict.similar
+    found = {
+        author: fetch(s, author, sorted({i for ids in wanted.values() for i in ids}))
+        for author, wanted in similar.items()
+    }
+    results: list[Inserted | None] = [None] * len(writes)
+    for index, verdict in duplicates.items():
+        results[index] = found_duplicate(s, writes[index].memory.agent_id, verdict)
+    for k in kept:
+        seen = found.get(writes[k.index].memory.agent_id, {})
+        results[k.index] = Inserted(
+            records[k.id], False, tuple(seen[i] for i in k.verdict.similar if i in seen)
+        )
+    return [result for result in results if result is not None]
+
+
+def _units(writes: Sequence[MemoryWrite], literals: Sequence[str | None]) -> Similarities:
+    """The cosine of every pair of the batch's vectors (rows without a vector: zeros)."""
+    with_vector = [i for i, literal in enumerate(literals) if literal is not None]
+    if not with_vector:
+        return np.zeros((len(writes), len(writes)))
+    first = np.asarray(writes[with_vector[0]].vector, dtype=np.float64)
+    rows = np.zeros((len(writes), first.shape[0]))
+    for i in with_vector:
+        rows[i] = np.asarray(writes[i].vector, dtype=np.float64)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    rows = np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+    cosines: Similarities = rows @ rows.T
+    return cosines
+
+
+def _same_text_before(conn: Connection, writes: Sequence[MemoryWrite]) -> dict[int, int]:
+    """Write index -> the oldest memory from before the batch, visible to its author, with the
+    same text key (one statement for the batch)."""
+    keys = sorted({w.text_key for w in writes})
+    rows = conn.execute(
+        "SELECT text_key, agent_id, scope = 'shared', id FROM memories "
+        "WHERE text_key = ANY(%s) ORDER BY id",
+        (keys,),
+    ).fetchall()
+    found: dict[int, int] = {}
+    for index, write in enumerate(writes):
+        author = write.memory.agent_id
+        for key, owner, shared, memory_id in rows:
+            if key == write.text_key and (shared or owner == author):
+                found[index] = int(memory_id)
+                break
+    return found
+
+
+def _neighbours_before(
+    conn: Connection,
+    writes: Sequence[MemoryWrite],
+    literals: Sequence[str | None],
+    dedup: DedupRule,
+) -> dict[int, list[Candidate]]:
+    """Write index -> the ``NEIGHBOURS`` closest visible vectors from before the batch at or above
+    the rule's floor: one HNSW statement per write, all sent in one pipeline."""
+    if dedup.floor > 1.0 + 1e-6:
+        return {}  # a floor no cosine reaches
+    asked = [i for i, literal in enumerate(literals) if literal is not None]
+    if not asked:
+        return {}
+    row = conn.execute(
+        "SELECT current_setting('hnsw.ef_search'), set_config('hnsw.ef_search', %s, true)",
+        (str(DEDUP_EF_SEARCH),),
+    ).fetchone()
+    with conn.pipeline():
+        cursors = [
+            conn.execute(
+                _NEIGHBOURS,
+                {"q": literals[i], "author": writes[i].memory.agent_id, "k": NEIGHBOURS},
+            )
+            for i in asked
+        ]
+    found = {}
+    for i, cursor in zip(asked, cursors, strict=True):
+        found[i] = [
+            Candidate(int(memory_id), content, 1.0 - float(distance))
+            for memory_id, content, distance in cursor.fetchall()
+            if 1.0 - float(distance) >= dedup.floor
+        ]
+    if row is not None:  # back to the session's own setting, for the rest of the transaction
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (row[0],))
+    return found
+
+
+def _judge(
+    index: int,
+    writes: Sequence[MemoryWrite],
+    has_vector: bool,
+    same_before: int | None,
+    close_before: list[Candidate],
+    cosines: Similarities,
+    kept: Sequence[_Kept],
+    dedup: DedupRule,
+) -> Verdict:
+    """As a write-by-write insert judges: the oldest visible memory with the same text, else the
+    rule over the ``NEIGHBOURS`` closest visible vectors at or above the floor (ties: the
+    smaller id), rows from before the batch and the batch's earlier rows alike."""
+    write = writes[index]
+    author = write.memory.agent_id
+    mine = [k for k in kept if k.shared or k.owner == author]
+    if same_before is not None:
+        return Verdict(same_before, ())
+    for k in mine:
+        if writes[k.index].text_key == write.text_key:
+            return Verdict(k.id, ())
+    if not has_vector or dedup.floor > 1.0 + 1e-6:
+        return Verdict(None, ())
+    candidates = list(close_before)
+    candidates += [
+        Candidate(k.id, writes[k.index].memory.content, float(cosines[index, k.index]))
+        for k in mine
+        if k.has_vector and cosines[index, k.index] >= dedup.floor
+    ]
+    candidates.sort(key=lambda c: (-c.similarity, c.id))
+    return dedup.judge(write.memory.content, candidates[:NEIGHBOURS])
