@@ -224,6 +224,31 @@ def test_a_batch_sees_its_own_earlier_rows(store: Store, agents: tuple[int, int]
     assert not third.duplicate and [m.id for m in third.similar] == [first.memory.id]
 
 
+def test_a_batch_sees_only_the_earlier_rows_its_author_may_see(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    alice, bob = agents
+    base = vec("mixed batch")
+    office = "The office opens at nine."
+    bobs, alices, shared, bob_again = store.insert_memories(
+        [
+            _write(bob, "The user owns two cats.", base),
+            _write(alice, "The user owns two cats.", base),  # bob's row is private: not seen
+            MemoryWrite(
+                NewMemory(alice, office, Category.FACT, scope=Scope.SHARED),
+                vec("o"),
+                office.lower(),
+            ),
+            _write(bob, office, vec("p")),  # the same text as alice's shared row: a duplicate
+        ],
+        dedup=DedupRule(threshold=0.9),
+    )
+    assert not bobs.duplicate and not alices.duplicate and not alices.similar
+    assert bobs.memory.id != alices.memory.id
+    assert not shared.duplicate
+    assert bob_again.duplicate and bob_again.memory.id == shared.memory.id
+
+
 def test_failed_insert_leaves_nothing_behind(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     with pytest.raises(StoreError):  # a vector of the wrong dimension is refused by the index
