@@ -105,6 +105,12 @@ def _spoken_date(column: str) -> str:
     )
 
 
+def _context() -> str:
+    """What the ``context`` column holds for the row ``new``: its source context and the date it
+    was created in words (m002; the same text in every migration that rebuilds the triggers)."""
+    return f"trim(coalesce(new.source_context, '') || ' ' || {_spoken_date('new.created_at')})"
+
+
 def _fts_triggers(context: str, audience: str | None = None) -> str:
     """The triggers that keep ``memory_fts`` (content, subject, context) in step with
     ``memories``, as m002 created them and m005 recreated them with the rebuilt table; with
@@ -136,7 +142,7 @@ def m002_fts_context(conn: Connection) -> None:
     Questions name months and years that appear only in when something happened (measured on
     LoCoMo: +2 points of full-text recall@10, see docs/benchmarks.md).
     """
-    context = f"trim(coalesce(new.source_context, '') || ' ' || {_spoken_date('new.created_at')})"
+    context = _context()
     conn.execute(
         f"""
         DROP TRIGGER memories_fts_insert;
@@ -251,7 +257,7 @@ def m005_memories_outlive_authors(conn: Connection) -> None:
     the table is rebuilt (ids, and the AUTOINCREMENT counter, kept: a forgotten id stays unused);
     the full-text and vector rows are keyed on those ids and stay as they are.
     """
-    context = f"trim(coalesce(new.source_context, '') || ' ' || {_spoken_date('new.created_at')})"
+    context = _context()
     row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memories'").fetchone()
     counter = int(row[0]) if row else 0
     conn.execute(
@@ -359,12 +365,11 @@ def m007_fts_audience(conn: Connection) -> None:
 
     With ten agents sharing a file, FTS5 ranked every agent's matches before visibility was
     checked row by row: ``AND audience : ("a7" OR "shared")`` inside the MATCH leaves the others
-    out of the ranking (11.4 to 3.0 ms at 20k, docs/benchmarks.md, issue 17). Its bm25 weight is
-    0, so the column never changes a score. FTS5 cannot add a column, so the table is rebuilt
-    from ``memories`` (same rowids) and the triggers recreated; the fts5vocab table
-    ``memory_fts_terms`` gives each term's document count (which terms are common).
+    out of the ranking (docs/benchmarks.md, "Issue 17, SQLite"). Its bm25 weight is 0 (its one
+    token a row only lengthens every row alike). FTS5 cannot add a column, so the table is
+    rebuilt from ``memories`` (same rowids) and the triggers recreated.
     """
-    context = f"trim(coalesce(new.source_context, '') || ' ' || {_spoken_date('new.created_at')})"
+    context = _context()
     conn.execute(
         f"""
         DROP TRIGGER memories_fts_insert;
@@ -376,7 +381,6 @@ def m007_fts_audience(conn: Connection) -> None:
             tokenize = 'porter unicode61 remove_diacritics 2'
         );
         INSERT INTO memory_fts(memory_fts, rank) VALUES ('rank', 'bm25(1.0, 1.0, 1.0, 0.0)');
-        CREATE VIRTUAL TABLE memory_fts_terms USING fts5vocab(memory_fts, row);
         {_fts_triggers(context, _AUDIENCE)}
         INSERT INTO memory_fts(rowid, content, subject, context, audience)
         SELECT id, content, coalesce(subject, ''), {context.replace("new.", "")},
