@@ -27,7 +27,10 @@ from hivekeep import Hive, Settings
 from hivekeep.core.text import normalise_text
 from hivekeep.store.postgres.vectors import vector_literal
 
-COLUMNS = "agent_id, author_name, content, text_key, category, subject, scope, embedding, created_at, updated_at"
+COLUMNS = (
+    "agent_id, author_name, content, text_key, category, subject, scope, embedding, created_at, "
+    "updated_at"
+)
 BTREES = [
     "CREATE INDEX ON t (agent_id, created_at)",
     "CREATE INDEX ON t (scope, created_at)",
@@ -70,6 +73,14 @@ def rows_of(corpus: object, rows: range, agent: int) -> list[tuple[object, ...]]
     ]
 
 
+def fresh_table(conn: object) -> None:
+    """``t``: the memories table's columns (no index), vectors of 384 dimensions."""
+    conn.execute(  # type: ignore[attr-defined]
+        "CREATE TABLE t (LIKE memories INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING IDENTITY)"
+    )
+    conn.execute("ALTER TABLE t ALTER COLUMN embedding TYPE vector(384)")  # type: ignore[attr-defined]
+
+
 def copy(conn: object, rows: list[tuple[object, ...]]) -> float:
     start = time.perf_counter()
     with conn.cursor().copy(f"COPY t ({COLUMNS}) FROM STDIN") as out:  # type: ignore[attr-defined]
@@ -98,8 +109,7 @@ def main() -> None:
             conn.execute("SET max_parallel_maintenance_workers = 1")
             for name in args.sets.split(","):
                 conn.execute("DROP TABLE IF EXISTS t")
-                conn.execute("CREATE TABLE t (LIKE memories INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING IDENTITY)")
-                conn.execute("ALTER TABLE t ALTER COLUMN embedding TYPE vector(384)")
+                fresh_table(conn)
                 copy(conn, base)
                 start = time.perf_counter()
                 for statement in SETS[name]:
@@ -113,8 +123,7 @@ def main() -> None:
                     flush=True,
                 )
             conn.execute("DROP TABLE IF EXISTS t")
-            conn.execute("CREATE TABLE t (LIKE memories INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING IDENTITY)")
-            conn.execute("ALTER TABLE t ALTER COLUMN embedding TYPE vector(384)")
+            fresh_table(conn)
             copy(conn, base + extra)
             conn.execute(SETS["HNSW m16 ef64 (today)"][0])
             conn.execute("VACUUM ANALYZE t")
@@ -144,7 +153,8 @@ def main() -> None:
                 assert piped == got
                 print(
                     f"| neighbours ef_search {ef} | alone {1000 * alone / len(probe):.2f} ms "
-                    f"| pipelined {1000 * spent / len(probe):.2f} ms | top-8 vs exact {agree:.3f} |",
+                    f"| pipelined {1000 * spent / len(probe):.2f} ms "
+                    f"| top-8 vs exact {agree:.3f} |",
                     flush=True,
                 )
 
