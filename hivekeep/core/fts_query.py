@@ -254,28 +254,3 @@ def all_terms_match(split: TermSplit) -> str:
     """
     parts = [fts5_match(split.required), fts5_match(split.optional, prefix=False)]
     return " AND ".join(part for part in parts if part)
-
-
-MAX_PAIRED = 8  # terms past this are left out of ``at_least_two`` (8 terms: 28 pairs)
-
-
-def at_least_two(words: Sequence[str]) -> str:
-    """An FTS5 expression matching rows with at least two of the words (a minimum-should-match).
-
-    The fill for a query of common terms only: a row holding one common term cannot outrank, by
-    much, a row holding two of them, so ranking the rows with two (a small share of the rows
-    with any) finds nearly the same top k at a fraction of the cost (MaxScore's argument, taken
-    one step). Fewer than two words: the plain OR.
-
-    >>> at_least_two(["red", "car", "old"])
-    '("red"* AND "car"*) OR ("red"* AND "old"*) OR ("car"* AND "old"*)'
-    """
-    kept = list(words)[:MAX_PAIRED]
-    if len(kept) < 2:
-        return fts5_match(kept, any_term=True)
-    pairs = [
-        f"({fts5_match([first, second])})"
-        for i, first in enumerate(kept)
-        for second in kept[i + 1 :]
-    ]
-    return " OR ".join(pairs)

@@ -6,10 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hivekeep.core.fts_query import (
-    MAX_PAIRED,
     MAX_TERMS,
     TermSplit,
-    at_least_two,
     build,
     common_terms_match,
     split_common,
@@ -85,13 +83,6 @@ def test_common_terms_match_whole_words_and_all_of_them_without_a_rare_term() ->
     assert common_terms_match(TermSplit((), ("the", "cup"))) == '"the" AND "cup"'
 
 
-def test_at_least_two_pairs_the_terms_and_caps_them() -> None:
-    assert at_least_two(["tea"]) == '"tea"*'
-    assert at_least_two(["a", "b"]) == '("a"* AND "b"*)'
-    many = at_least_two([f"w{i}" for i in range(20)])
-    assert many.count(" OR ") + 1 == MAX_PAIRED * (MAX_PAIRED - 1) // 2
-
-
 def test_common_term_expressions_match_what_they_promise() -> None:
     conn = apsw.Connection(":memory:")
     conn.execute("CREATE VIRTUAL TABLE d USING fts5(content, tokenize='porter unicode61')")
@@ -101,6 +92,5 @@ def test_common_term_expressions_match_what_they_promise() -> None:
     def rows(match: str) -> set[int]:
         return {r[0] for r in conn.execute("SELECT rowid FROM d WHERE d MATCH ?", (match,))}
 
-    assert rows(at_least_two(["red", "old", "car"])) == {1, 2, 3}
     assert rows(common_terms_match(TermSplit(("bike", "tram"), ("red",)))) == {2, 4}
     assert rows(common_terms_match(TermSplit((), ("red", "car")))) == {1}
