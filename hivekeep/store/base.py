@@ -396,7 +396,11 @@ class Store(ConversationStore, Protocol):
         date in words). Every term must match, or with ``any_term`` at least one. A term is never
         query syntax (each backend quotes it); a term without a letter or digit is ignored, and
         no terms match nothing. Ranking is the backend's own (bm25 in SQLite, ``ts_rank`` in
-        PostgreSQL: see docs/storage.md).
+        PostgreSQL: see docs/storage.md), and so is one ranking liberty: a word found in a very
+        large share of the hive may count as *common* (Lucene's common terms). A common word is
+        matched whole rather than as a prefix, and with ``any_term`` it only adds to the score of
+        rows that hold a rarer term of the query (a query of common words only needs them all).
+        SQLite applies this above 2,000 rows a word; PostgreSQL does not (docs/storage.md).
         """
         ...
 
