@@ -362,14 +362,12 @@ class ConversationRows(SqlRows):
             return [_summary(s, row) for row in s.rows(sql, params)]
 
     def context_summaries(self, conversation_id: int) -> list[SummaryRecord]:
-        with self._reading() as s:
-            rows = s.rows(
-                f"SELECT {SUMMARY_COLUMNS} FROM summaries WHERE conversation_id = ? "
-                f"AND in_context = {s.dialect.TRUE} "
-                "ORDER BY first_at, first_message_id NULLS FIRST, id",
-                (conversation_id,),
-            )
-            return [_summary(s, row) for row in rows]
+        return self._summaries(
+            f"SELECT {SUMMARY_COLUMNS} FROM summaries WHERE conversation_id = ? "
+            f"AND in_context = {self._dialect.TRUE} "
+            "ORDER BY first_at, first_message_id NULLS FIRST, id",
+            (conversation_id,),
+        )
 
     def list_summaries(self, conversation_id: int) -> list[SummaryRecord]:
         return self._summaries(
