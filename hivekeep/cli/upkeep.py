@@ -31,6 +31,9 @@ def compaction_line(outcome: CompactionOutcome) -> str:
         parts.append(f"{_count(outcome.memories_extracted, 'memory', 'memories')} extracted")
         if maintenance is not None and maintenance.memories_updated:
             parts.append(f"{_count(maintenance.memories_updated, 'memory', 'memories')} updated")
+        if maintenance is not None and maintenance.memories_consolidated:
+            consolidated = _count(maintenance.memories_consolidated, "memory", "memories")
+            parts.append(f"{consolidated} consolidated")
         parts.append("profile updated" if outcome.profile_updated else "profile unchanged")
     return ", ".join(parts) + "."
 

@@ -252,6 +252,7 @@ class CompactionService:
             "summary": "\n\n".join(run.texts),
             "memories_extracted": m.memories_added if m else 0,
             "memories_updated": m.memories_updated if m else 0,
+            "memories_consolidated": m.memories_consolidated if m else 0,
             "profile_updated": bool(m and m.profile_updated),
             # the profile History entry of this run's rewrite (the UI's card links to its diff)
             "profile_version": m.profile_version if m else None,
@@ -330,6 +331,9 @@ def _record_text(details: dict[str, Any]) -> str:
     if details["merged_summary_ids"]:
         parts.append(f"merged {_count(len(details['merged_summary_ids']), 'summary', 'summaries')}")
     parts.append(f"{_count(details['memories_extracted'], 'memory', 'memories')} extracted")
+    if details["memories_consolidated"]:
+        consolidated = _count(details["memories_consolidated"], "memory", "memories")
+        parts.append(f"{consolidated} consolidated")
     parts.append("profile updated" if details["profile_updated"] else "profile unchanged")
     if details["maintenance_error"]:
         parts.append(f"maintenance failed ({details['maintenance_error']}); it will be retried")

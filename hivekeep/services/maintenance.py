@@ -1,9 +1,11 @@
 """The maintenance call (SPEC §8): one LLM call that mines summarised batches into the archive and
 rewrites the profile, with the guards, and a status per summary so no batch is silently skipped.
 
-Order of writes, chosen for crash safety: new memories (deduplicated, so a retry after a crash
-re-adds nothing), then memory updates, then the profile (compare-and-swap), then the summaries'
-status. A crash anywhere before the last step leaves them ``pending`` and the whole step is retried.
+Order of writes, chosen for crash safety: the consolidation ops (all in one transaction, each on a
+memory unchanged since it was shown, so a retry after a crash finds other groups), then new
+memories (deduplicated, so a retry re-adds nothing), then memory updates, then the profile
+(compare-and-swap), then the summaries' status. A crash anywhere before the last step leaves them
+``pending`` and the whole step is retried.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import numpy as np
+
+from hivekeep.core import consolidation as c
 from hivekeep.core import maintenance as m
 from hivekeep.core.messages import Message
 from hivekeep.core.transcript import DatedText, summary_heading, transcript
@@ -20,7 +25,15 @@ from hivekeep.errors import HivekeepError, NotFound, ProviderError
 from hivekeep.providers.llm.base import LLM
 from hivekeep.services.archive import ArchiveService
 from hivekeep.services.profile import ProfileService
-from hivekeep.store.base import KEEP, Change, MemoryChanges, MemoryFilter, NewMemory, Store
+from hivekeep.store.base import (
+    KEEP,
+    Change,
+    MemoryChanges,
+    MemoryFilter,
+    MemoryRecord,
+    NewMemory,
+    Store,
+)
 from hivekeep.store.conversations import SummaryRecord
 from hivekeep.types import Actor, Operation, Scope, Source
 
@@ -41,6 +54,7 @@ class MaintenanceOutcome:
     memories_added: int = 0
     memories_updated: int = 0
     profile_updated: bool = False
+    memories_consolidated: int = 0  # forgotten by the consolidate ops (merged away or retired)
     error: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     # the profile version (revision) the rewrite wrote, and the one it replaced; None: no rewrite
@@ -84,7 +98,9 @@ class MaintenanceService:
         profile = self.profiles.get(agent_id)
         summary_text = "\n\n".join(f"{summary_heading(_dated(s))}\n{s.text}" for s in summaries)
         batch_text = summary_text + "\n" + "\n".join(line.text for line in lines)
-        known = m.select_known_memories(self._own_memories(agent_id), batch_text)
+        pool = self._own_memories(agent_id)
+        known = m.select_known_memories([_known(r) for r in pool], batch_text)
+        twins = self._twin_groups(agent_id, pool, since=min(s.first_at for s in summaries))
         request = m.MaintenanceInput(
             agent_name=agent_name,
             profile=profile.text,
@@ -93,18 +109,20 @@ class MaintenanceService:
             memories=known,
             budget_tokens=self.profiles.budget,
             today=datetime.now(UTC).date().isoformat(),
+            twins=twins,
         )
         prompt = [Message.from_openai(x) for x in m.build_messages(request)]
         try:
             reply = llm.complete(prompt, max_tokens=MAX_OUTPUT_TOKENS, call_site="maintenance")
         except ProviderError as exc:
             return self._failed(ids, f"the maintenance model failed: {exc}")
-        parsed = m.parse_reply(reply.content, known)
+        parsed = m.parse_reply(reply.content, known, twins)
         if parsed.archive_error and parsed.profile_error:
             return self._failed(
                 ids, f"unusable reply: {parsed.archive_error}; {parsed.profile_error}"
             )
         notes = list(parsed.notes)
+        consolidated = self._consolidate(agent_id, parsed.consolidate, twins, notes)
         added, updated = self._apply(agent_id, parsed.operations, summaries, notes)
         if parsed.archive_error:
             notes.append(parsed.archive_error)
@@ -119,13 +137,14 @@ class MaintenanceService:
             added,
             updated,
             rewrite.updated,
+            consolidated,
             None,
             tuple(notes),
             profile_version=rewrite.profile.revision if rewrite.updated else None,
             profile_version_before=profile.revision if rewrite.updated else None,
         )
 
-    def _own_memories(self, agent_id: int) -> list[m.KnownMemory]:
+    def _own_memories(self, agent_id: int) -> list[MemoryRecord]:
         """The pool the known memories are chosen from: the agent's own newest ``KNOWN_POOL``.
 
         The rule: the agent's own memories, private and shared, get the whole pool, and other
@@ -135,11 +154,85 @@ class MaintenanceService:
         fill the pool, the model would not see the agent's own and would extract them again.
         """
         own = MemoryFilter(own=True)
-        records, _ = self.store.list_memories(agent_id, own, KNOWN_POOL, 0)
-        return [
-            m.KnownMemory(r.id, r.content, r.category.value, r.subject, r.created_at)
-            for r in records
+        return self.store.list_memories(agent_id, own, KNOWN_POOL, 0)[0]
+
+    def _twin_groups(
+        self, agent_id: int, pool: Sequence[MemoryRecord], *, since: str
+    ) -> list[c.TwinGroup]:
+        """Near twins of the agent's memories written since the batch began (the newest
+        ``MAX_RECENT``), found in the pool: one read of stored vectors, one matrix product.
+
+        Memories written before the batch began were shown to an earlier maintenance call, which
+        left them apart; showing them again every time would only cost tokens.
+        """
+        vectors = self.store.vectors(agent_id, [r.id for r in pool])
+        recent = [r for r in pool if r.updated_at >= since and r.id in vectors][: c.MAX_RECENT]
+        if not recent:
+            return []
+        others = [r for r in pool if r.id in vectors]
+        similarity = (
+            np.stack([vectors[r.id] for r in recent]) @ np.stack([vectors[r.id] for r in others]).T
+        )
+        links = []
+        for memory, row in zip(recent, similarity, strict=True):
+            close = np.flatnonzero(row >= c.TWIN_SIMILARITY)
+            ranked = close[np.argsort(-row[close], kind="stable")]
+            links.append(
+                c.TwinLinks(
+                    _candidate(memory), [(_candidate(others[j]), float(row[j])) for j in ranked]
+                )
+            )
+        return c.twin_groups(links)
+
+    def _consolidate(
+        self,
+        agent_id: int,
+        plan: c.Consolidation,
+        twins: Sequence[c.TwinGroup],
+        notes: list[str],
+    ) -> int:
+        """Apply every op of ``plan`` through the write path, in one transaction, or none.
+
+        None when the plan was invalid, or when a memory it touches was changed or forgotten
+        since it was shown (by a person or a tool while the model was thinking): the ops were
+        written against the texts shown. Returns how many memories were forgotten.
+        """
+        if plan.errors:
+            notes.append("consolidation not applied: " + "; ".join(plan.errors))
+            return 0
+        if not plan.ops:
+            return 0
+        shown = {m.memory_id: m for group in twins for m in group.members}
+        ids = [i for op in plan.ops for i in op.ids]
+        current = self.store.fetch_memories(agent_id, ids)
+        stale = [
+            i
+            for i in ids
+            if i not in current
+            or current[i].agent_id != agent_id
+            or current[i].updated_at != shown[i].updated_at
         ]
+        if stale:
+            notes.append(
+                f"consolidation not applied: memory {stale[0]} changed or was forgotten since "
+                "it was shown"
+            )
+            return 0
+        forgotten = 0
+        try:
+            with self.archive.events.deferred(), self.store.transaction():
+                for op in plan.ops:
+                    if isinstance(op, c.Merge):
+                        changes = MemoryChanges(content=op.content)
+                        self.archive.update(agent_id, op.keep, changes, written=BY_MAINTENANCE)
+                    for memory_id in op.forget:
+                        self.archive.forget(agent_id, memory_id, by=Actor.MAINTENANCE)
+                        forgotten += 1
+        except HivekeepError as exc:
+            notes.append(f"consolidation not applied: {exc}")
+            return 0
+        notes.extend(_described(op) for op in plan.ops)
+        return forgotten
 
     def _apply(
         self,
@@ -190,6 +283,20 @@ class MaintenanceService:
         log.warning("Maintenance of summaries %s failed: %s", ids, error)
         self.store.record_maintenance(ids, "failed", error)
         return MaintenanceOutcome(ids, "failed", error=error)
+
+
+def _known(r: MemoryRecord) -> m.KnownMemory:
+    return m.KnownMemory(r.id, r.content, r.category.value, r.subject, r.created_at)
+
+
+def _candidate(r: MemoryRecord) -> c.TwinCandidate:
+    return c.TwinCandidate(r.id, r.content, r.subject, r.created_at, r.updated_at)
+
+
+def _described(op: c.Merge | c.Retire) -> str:
+    if isinstance(op, c.Merge):
+        return f"merged memories {', '.join(map(str, op.forget))} into memory {op.keep}"
+    return f"retired memory {op.memory_id}" + (f": {op.reason}" if op.reason else "")
 
 
 def _dated(s: SummaryRecord) -> DatedText:
