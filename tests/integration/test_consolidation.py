@@ -144,6 +144,9 @@ def test_merge_and_retire_are_applied_recorded_and_undone(
         ]
         result = compact(hive, sam, llm, reply_with(ops))
         assert result.memories_consolidated == 2 and result.memories_added == 1
+        record = sam.messages(sam.conversations()[0].id)[-1]
+        assert record.record is not None and record.record["memories_consolidated"] == 2
+        assert "1 memory extracted, 2 memories consolidated" in record.content
         assert f"retired memory {ids[PORTO]}: Ann moved to the Lisbon bakery" in result.notes
         live = {m.id: m.content for m in sam.list_memories(limit=50).memories}
         assert live[ids[NURSE]] == merged
