@@ -54,12 +54,12 @@ class MaintenanceOutcome:
     memories_added: int = 0
     memories_updated: int = 0
     profile_updated: bool = False
-    memories_consolidated: int = 0  # forgotten by the consolidate ops (merged away or retired)
     error: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     # the profile version (revision) the rewrite wrote, and the one it replaced; None: no rewrite
     profile_version: int | None = None
     profile_version_before: int | None = None
+    memories_consolidated: int = 0  # forgotten by the consolidate ops (merged away or retired)
 
 
 class MaintenanceService:
@@ -137,11 +137,11 @@ class MaintenanceService:
             added,
             updated,
             rewrite.updated,
-            consolidated,
             None,
             tuple(notes),
             profile_version=rewrite.profile.revision if rewrite.updated else None,
             profile_version_before=profile.revision if rewrite.updated else None,
+            memories_consolidated=consolidated,
         )
 
     def _own_memories(self, agent_id: int) -> list[MemoryRecord]:

@@ -170,6 +170,17 @@ def test_merge_and_retire_are_applied_recorded_and_undone(
         assert {live[ids[t]] for t in (NURSE, NURSE_AGAIN, PORTO)} == {NURSE, NURSE_AGAIN, PORTO}
 
 
+def test_valid_ops_land_when_the_archive_block_is_broken(hive: Hive, llm: ScriptedLLM) -> None:
+    sam = hive.create_agent("sam")
+    ids = remember(sam)
+    ops = json.dumps([{"retire": ids[PORTO]}])
+    reply = f"<archive>[{{op: </archive>\n<profile>\n{PROFILE}</profile>\n"
+    reply += f"<consolidate>{ops}</consolidate>"
+    result = compact(hive, sam, llm, reply)
+    assert result.memories_consolidated == 1 and result.profile_updated
+    assert [t.memory.id for t in sam.trash().memories] == [ids[PORTO]]
+
+
 def test_twins_written_before_the_batch_are_shown_only_with_a_new_one(
     hive: Hive, llm: ScriptedLLM
 ) -> None:
