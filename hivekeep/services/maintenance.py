@@ -165,11 +165,13 @@ class MaintenanceService:
         Memories written before the batch began were shown to an earlier maintenance call, which
         left them apart; showing them again every time would only cost tokens.
         """
+        if not any(r.updated_at >= since for r in pool):
+            return []
         vectors = self.store.vectors(agent_id, [r.id for r in pool])
         recent = [r for r in pool if r.updated_at >= since and r.id in vectors][: c.MAX_RECENT]
+        others = [r for r in pool if r.id in vectors]
         if not recent:
             return []
-        others = [r for r in pool if r.id in vectors]
         similarity = (
             np.stack([vectors[r.id] for r in recent]) @ np.stack([vectors[r.id] for r in others]).T
         )
@@ -202,25 +204,25 @@ class MaintenanceService:
             return 0
         if not plan.ops:
             return 0
-        shown = {m.memory_id: m for group in twins for m in group.members}
+        shown = {member.memory_id: member for group in twins for member in group.members}
         ids = [i for op in plan.ops for i in op.ids]
-        current = self.store.fetch_memories(agent_id, ids)
-        stale = [
-            i
-            for i in ids
-            if i not in current
-            or current[i].agent_id != agent_id
-            or current[i].updated_at != shown[i].updated_at
-        ]
-        if stale:
-            notes.append(
-                f"consolidation not applied: memory {stale[0]} changed or was forgotten since "
-                "it was shown"
-            )
-            return 0
         forgotten = 0
         try:
             with self.archive.events.deferred(), self.store.transaction():
+                current = self.store.fetch_memories(agent_id, ids)
+                stale = [
+                    i
+                    for i in ids
+                    if i not in current
+                    or current[i].agent_id != agent_id
+                    or current[i].updated_at != shown[i].updated_at
+                ]
+                if stale:
+                    notes.append(
+                        f"consolidation not applied: memory {stale[0]} changed or was forgotten "
+                        "since it was shown"
+                    )
+                    return 0
                 for op in plan.ops:
                     if isinstance(op, c.Merge):
                         changes = MemoryChanges(content=op.content)
