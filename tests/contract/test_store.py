@@ -354,7 +354,8 @@ def test_stored_vectors_are_returned_for_visible_memories_only(
     theirs = put(store, bob, "theirs", vec("theirs"))
     found = store.vectors(alice, [mine, theirs])
     assert list(found) == [mine]
-    assert np.allclose(found[mine], vec("mine"), atol=1e-6)
+    assert found[mine].dtype == np.float32 and found[mine].shape == np.shape(vec("mine"))
+    assert np.array_equal(found[mine], np.asarray(vec("mine"), dtype=np.float32))  # exact
 
 
 def test_delete_removes_row_and_both_indexes(store: Store, agents: tuple[int, int]) -> None:

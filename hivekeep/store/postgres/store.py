@@ -42,7 +42,7 @@ from hivekeep.store.postgres.dialect import POSTGRES
 from hivekeep.store.postgres.history import HistoryRows
 from hivekeep.store.postgres.inserts import insert_batch
 from hivekeep.store.postgres.leases import AdvisoryLeases
-from hivekeep.store.postgres.vectors import checked_vector, vector_literal
+from hivekeep.store.postgres.vectors import checked_vector, unpacked, vector_literal
 from hivekeep.store.rows import MEMORY_COLUMNS, author_of, memory_from_row
 from hivekeep.store.sql import agents
 from hivekeep.store.sql.agents import AgentRows
@@ -280,11 +280,11 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
         if not ids:
             return {}
         rows = self._read(
-            "SELECT id, embedding::real[] FROM memories WHERE id = ANY(%s) "
+            "SELECT id, vector_send(embedding) FROM memories WHERE id = ANY(%s) "
             "AND (agent_id = %s OR scope = 'shared') AND embedding IS NOT NULL",
             (list(ids), viewer_id),
         )
-        return {int(i): np.asarray(values, dtype=np.float32) for i, values in rows}
+        return {int(i): unpacked(sent) for i, sent in rows}
 
     def mark_retrieved(self, ids: Sequence[int]) -> None:
         if not ids:
