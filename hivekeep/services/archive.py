@@ -65,7 +65,7 @@ class ArchiveService:
     ) -> None:
         self.store = store
         self.embeddings = embeddings
-        self.dedup = DedupRule(threshold=dedup_threshold, words=embeddings.word_similarity)
+        self.dedup = DedupRule(threshold=dedup_threshold)
         self.events = events
 
     def memorize_many(
