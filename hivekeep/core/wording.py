@@ -408,9 +408,12 @@ def _with_articles(tokens: list[Token]) -> list[Token]:
     out: list[Token] = []
     article: str | None = None
     for token in tokens:
-        if article is not None and (token.kind is Kind.FUNCTION or token.key in _QUANTITIES):
-            out.append(Token(article, Kind.FUNCTION))  # "a few" is not "few", "a little" not
-            article = None  # "little": the article is part of the quantity
+        if article is not None and (
+            token.kind in (Kind.FUNCTION, Kind.SYMBOL, Kind.POSSESSIVE) or token.key in _QUANTITIES
+        ):
+            # "a few" is not "few", nor "a little" "little"; "a+" is a grade
+            out.append(Token(article, Kind.FUNCTION))
+            article = None
         if token.kind is Kind.FUNCTION and token.key in _ARTICLES:
             if article is not None:  # "a the": keep the first as a plain token
                 out.append(Token(article, Kind.FUNCTION))
