@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from hivekeep.core.compaction import CompactionSettings
+from hivekeep.core.dedup import DEDUP_THRESHOLD
 from hivekeep.errors import ValidationError
 from hivekeep.providers.base import RecallDefaults
 
@@ -174,8 +175,9 @@ class Settings:
     dedup_threshold: float = _setting(
         "MEMORY_DEDUP_THRESHOLD",
         _unit_float,
-        0.90,
-        "Cosine similarity at or above which a new memory is a duplicate of a visible one.",
+        DEDUP_THRESHOLD,
+        "Cosine similarity a new memory needs with a visible one, besides saying the same fact "
+        "(same subject, neither text adding anything), to be merged into it as a duplicate.",
     )
     recall_limit: int = _setting(
         "MEMORY_MAX_RELEVANT",

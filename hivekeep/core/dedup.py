@@ -38,7 +38,7 @@ from hivekeep.core.wording import (
     canonical,
 )
 
-DEDUP_THRESHOLD = 0.90
+DEDUP_THRESHOLD = 0.80  # bundled model: "2,000 euros" / "2000 EUR" is 0.84, "3 June" forms 0.88
 SIMILAR_THRESHOLD = 0.60  # MiniLM: "lives in Lisbon" / "lives in Berlin" is 0.61
 MAX_SIMILAR = 3
 NEIGHBOURS = 8  # candidates the store hands to the rule per write (the closest visible ones)
@@ -68,7 +68,7 @@ def same_fact(first: str, second: str) -> bool:
     return not differences(first, second)
 
 
-def _differences(a: list[Token], b: list[Token]) -> list[str]:
+def _differences(a: Sequence[Token], b: Sequence[Token]) -> list[str]:
     keys_a, keys_b = Counter(t.key for t in a), Counter(t.key for t in b)
     if keys_a != keys_b:
         only_a = sorted((keys_a - keys_b).elements())
@@ -90,14 +90,14 @@ def _differences(a: list[Token], b: list[Token]) -> list[str]:
     return sorted(set(clashes))
 
 
-def _reordering(a: list[Token], b: list[Token]) -> list[int] | None:
+def _reordering(a: Sequence[Token], b: Sequence[Token]) -> list[int] | None:
     """Where each token of ``a`` sits in ``b``, when ``b`` is ``a`` in an order that changes no
     relation (see the module); None otherwise."""
     kinds = _kinds(a, b)
     return _moved_phrase(a, b, kinds) or _identity_swap(a, b, kinds) or _coordinates(a, b, kinds)
 
 
-def _kinds(a: list[Token], b: list[Token]) -> dict[str, set[Kind]]:
+def _kinds(a: Sequence[Token], b: Sequence[Token]) -> dict[str, set[Kind]]:
     """Every kind each key has in either text ("Friday" is a word at the start of a sentence)."""
     kinds: dict[str, set[Kind]] = {}
     for token in (*a, *b):
@@ -105,7 +105,9 @@ def _kinds(a: list[Token], b: list[Token]) -> dict[str, set[Kind]]:
     return kinds
 
 
-def _moved_phrase(a: list[Token], b: list[Token], kinds: dict[str, set[Kind]]) -> list[int] | None:
+def _moved_phrase(
+    a: Sequence[Token], b: Sequence[Token], kinds: dict[str, set[Kind]]
+) -> list[int] | None:
     """``b`` is ``a`` with two neighbouring blocks swapped, one of them a phrase of place or
     time, and no word that binds across a block's edge ("'s", "then", "not", "only", ...)."""
     keys_a, keys_b = [t.key for t in a], [t.key for t in b]
@@ -131,8 +133,8 @@ def _moved_phrase(a: list[Token], b: list[Token], kinds: dict[str, set[Kind]]) -
 
 
 def _movable(
-    left: list[Token],
-    right: list[Token],
+    left: Sequence[Token],
+    right: Sequence[Token],
     before: Token | None,
     after: Token | None,
     kinds: dict[str, set[Kind]],
@@ -162,12 +164,12 @@ def _movable(
     )
 
 
-def _adverbial(block: list[Token]) -> bool:
+def _adverbial(block: Sequence[Token]) -> bool:
     """A phrase of place or time: a preposition and what it governs, or words of time."""
     return (block[0].key in PREPOSITIONS and len(block) > 1) or _timely(block)
 
 
-def _timely(block: list[Token]) -> bool:
+def _timely(block: Sequence[Token]) -> bool:
     """Every word tells when, and one of them is a time ("every morning", "now", "Monday")."""
     return all(
         t.key in TEMPORAL or t.kind is Kind.DATE or _clock(t) or _calendar(t.key) for t in block
@@ -184,7 +186,9 @@ def _calendar(key: str) -> bool:
     return key in WEEKDAYS or key in MONTHS or key.removesuffix("s") in WEEKDAYS
 
 
-def _identity_swap(a: list[Token], b: list[Token], kinds: dict[str, set[Kind]]) -> list[int] | None:
+def _identity_swap(
+    a: Sequence[Token], b: Sequence[Token], kinds: dict[str, set[Kind]]
+) -> list[int] | None:
     """``X is Y`` / ``Y is X`` with one side a name, number or date, and nothing on either side
     that makes the sentence more than an identity ("All cats are animals" is not one)."""
     copulas = [i for i, t in enumerate(a) if t.key in COPULAS]
@@ -210,7 +214,9 @@ def _identity_swap(a: list[Token], b: list[Token], kinds: dict[str, set[Kind]]) 
     return [*range(len(complement) + 1, len(a)), len(complement), *range(len(complement))]
 
 
-def _coordinates(a: list[Token], b: list[Token], kinds: dict[str, set[Kind]]) -> list[int] | None:
+def _coordinates(
+    a: Sequence[Token], b: Sequence[Token], kinds: dict[str, set[Kind]]
+) -> list[int] | None:
     """Two names or numbers swapped around the text's only "and" or "or": "French and German".
     Not other words: "married and divorced" tells an order that "divorced and married" does not.
     """

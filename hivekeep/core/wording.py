@@ -24,6 +24,7 @@ zeros (``007``), and the order of the tokens (which word orders are the same fac
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -244,15 +245,17 @@ _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _DASHES = str.maketrans({"\u2212": "-", "\u2010": "-", "\u2011": "-"})
 
 
-def canonical(text: str) -> list[Token]:
-    """The text's tokens in order, each in its canonical form (see the module)."""
+@functools.lru_cache(maxsize=8192)
+def canonical(text: str) -> tuple[Token, ...]:
+    """The text's tokens in order, each in its canonical form (see the module). Cached: the
+    same neighbours are read again and again by the writes of one conversation."""
     text = unicodedata.normalize("NFKC", text).translate(_ZERO_WIDTH).translate(_DASHES)
     text = re.sub(r"[\u2018\u2019\u02bc]", "'", text)
     text = re.sub(r"(?<=\d)\s*[\u2013\u2014]\s*(?=\d)", " - ", text)  # "10-12" with an en dash
     for pattern, replacement in _CONTRACTIONS:
         text = pattern.sub(replacement, text)
     raw = _raw_tokens(text)
-    return _with_articles(_dates(_amounts(raw)))
+    return tuple(_with_articles(_dates(_amounts(raw))))
 
 
 def _raw_tokens(text: str) -> list[Token]:
@@ -286,7 +289,7 @@ def _word(word: str, *, first: bool, text: str, at: int) -> Token:
         return Token(folded, Kind.FUNCTION)  # an article: attached to the next token later
     if folded in _FUNCTION:
         return Token(folded, Kind.FUNCTION)
-    key = _SYNONYMS.get(_american(folded), _american(folded))
+    key = _spelling(folded)
     if key == "called" and _names_something(_previous_word(text, at)):
         key = "named"  # "a dog called Rex", "is called Leo" (not "the user called Tom")
     capital = any(ch.isupper() for ch in word) and not (first and word[1:].islower())
@@ -426,18 +429,28 @@ def _with_articles(tokens: list[Token]) -> list[Token]:
     return out
 
 
-def _american(word: str) -> str:
-    """One spelling for British/American variants: colour/color, organise/organize, centre.
-
-    Each pattern needs a long enough stem that no two different English words meet (scour is
-    not score, prise is not prize, four is not for)."""
-    word = re.sub(
-        r"^([a-z]{3,})our(s|ed|ing|ite|ites|able|ably|ful|less|er|ers|ist|ists|hood|hoods|ly)?$",
-        r"\1or\2",
-        word,
+# one spelling for British/American variants: colour/color, organise/organize, centre/center,
+# analyse, travelled, catalogue. Each pattern needs a stem long enough that no two different
+# English words meet (scour is not score, prise is not prize, four is not for).
+_SPELLINGS = tuple(
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (
+            r"^([a-z]{3,})our(s|ed|ing|ite|ites|able|ably|ful|less|er|ers|ist|ists|hood|hoods|ly)?$",
+            r"\1or\2",
+        ),
+        (r"(?<=[a-z]{4})is(e|ed|es|ing|ation|ations)$", r"iz\1"),
+        (r"(?<=[a-z]{3})ys(e|ed|es|ing)$", r"yz\1"),
+        (r"(?<=[a-z]{3})tre(s?)$", r"ter\1"),
+        (r"(?<=[a-z]{2}e)ll(ed|ing|er|ers)$", r"l\1"),
+        (r"(?<=[a-z]{3})ogue(s?)$", r"og\1"),
     )
-    word = re.sub(r"(?<=[a-z]{4})is(e|ed|es|ing|ation|ations)$", r"iz\1", word)
-    word = re.sub(r"(?<=[a-z]{3})ys(e|ed|es|ing)$", r"yz\1", word)
-    word = re.sub(r"(?<=[a-z]{3})tre(s?)$", r"ter\1", word)
-    word = re.sub(r"(?<=[a-z]{2}e)ll(ed|ing|er|ers)$", r"l\1", word)  # travelled, cancelling
-    return re.sub(r"(?<=[a-z]{3})ogue(s?)$", r"og\1", word)
+)
+
+
+@functools.lru_cache(maxsize=65536)
+def _spelling(word: str) -> str:
+    """The one spelling of a folded word: American, then the synonym table."""
+    for pattern, replacement in _SPELLINGS:
+        word = pattern.sub(replacement, word)
+    return _SYNONYMS.get(word, word)
