@@ -40,7 +40,7 @@ from hivekeep.store.rows import (
 from hivekeep.store.sql import agents
 from hivekeep.store.sql.dialect import Session, SqlRows
 from hivekeep.store.sql.memories import visible
-from hivekeep.types import Actor
+from hivekeep.types import Actor, Scope
 
 # The state of a profile before its first recorded write (a new agent's empty profile, or one
 # written before history existed: who wrote it is inferred from its stamps).
@@ -54,8 +54,24 @@ _PROFILE_BEFORE = (
 )
 
 
-def in_trash(s: Session, memory_id: int, owner_id: int, *, lock: bool = False) -> None:
-    """NotFound unless the memory is in the owner's trash (PERSON: a shared one)."""
+def version_visible(
+    scope: Scope, author_id: int | None, writer_id: int | None, viewer_id: int
+) -> bool:
+    """Whether a viewer who can see a memory now may read one of its versions: one that was
+    private when it was current only if the viewer could see it then, that is the agent whose
+    write made it (``writer_id``; None: the memory's author, ``author_id``, None once that agent
+    is deleted) or a person (``PERSON``, the admin path, sees every version). A shared version
+    is readable by everyone who can see the memory now. Sharing a memory must not publish what it
+    said while it was private (docs/guarantees.md)."""
+    if viewer_id == PERSON or scope is Scope.SHARED:
+        return True
+    owner = author_id if writer_id is None else writer_id
+    return owner is not None and owner == viewer_id
+
+
+def in_trash(s: Session, memory_id: int, owner_id: int, *, lock: bool = False) -> int | None:
+    """NotFound unless the memory is in the owner's trash (PERSON: a shared one); its author
+    (None: deleted)."""
     row = s.one(
         "SELECT agent_id, scope FROM memory_trash WHERE id = ?"
         + (s.dialect.FOR_UPDATE if lock else ""),
@@ -63,6 +79,7 @@ def in_trash(s: Session, memory_id: int, owner_id: int, *, lock: bool = False) -
     )
     if row is None or not (row[0] == owner_id or (owner_id == PERSON and row[1] == "shared")):
         raise NotFound(f"No memory with id {memory_id} is in this agent's trash.")
+    return None if row[0] is None else int(row[0])
 
 
 def trashed_author(s: Session, memory: NewMemory, owner: int | None, deleted_at: str) -> str | None:
@@ -84,11 +101,13 @@ class VersionRows(SqlRows):
 
     def memory_history(self, memory_id: int, viewer_id: int) -> list[MemoryVersion]:
         with self._atomic() as s:
+            live: MemoryRecord | None = None
             try:
-                live: MemoryRecord | None = visible(s, memory_id, viewer_id)
+                live = visible(s, memory_id, viewer_id)
             except NotFound:
-                live = None
-                in_trash(s, memory_id, viewer_id)  # raises NotFound when not the viewer's
+                author = in_trash(s, memory_id, viewer_id)  # NotFound when not the viewer's
+            else:
+                author = live.agent_id
             rows = s.rows(
                 f"SELECT {VERSION_COLUMNS} FROM memory_versions WHERE memory_id = ? "
                 "ORDER BY version DESC",
@@ -96,7 +115,8 @@ class VersionRows(SqlRows):
             )
         if not rows and live is not None:
             return [first_version(live)]
-        return [version_from_row(row) for row in rows]
+        versions = [version_from_row(row) for row in rows]
+        return [v for v in versions if version_visible(v.scope, author, None, viewer_id)]
 
     def list_trash(self, owner_id: int, limit: int, offset: int) -> tuple[list[TrashedMemory], int]:
         where = "scope = 'shared'" if owner_id == PERSON else "agent_id = :owner"
