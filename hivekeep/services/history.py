@@ -64,8 +64,8 @@ class HistoryService:
         it repeats), and for a person a version that was private to its author is refused
         rather than published (only versions the caller can see are found at all)."""
         versions = self.store.memory_history(memory_id, agent_id)  # NotFound: not visible
-        trashed = versions[0].operation is Operation.FORGET
-        target = versions[0]
+        live = self.store.fetch_memories(agent_id, [memory_id]).get(memory_id)
+        target = versions[0]  # in the trash: its state as forgotten
         if version is not None:
             found = next((v for v in versions if v.version == version), None)
             if found is None:
@@ -74,13 +74,13 @@ class HistoryService:
                     f"Memory {memory_id} has no version {version}; its kept versions are {kept}."
                 )
             target = found
-        elif not trashed:
+        elif live is not None:
             raise NotFound(
                 f"Memory {memory_id} is not in the trash; pass a version to restore an older one."
             )
-        self._check_restorable(agent_id, memory_id, target, versions[0], trashed)
+        self._check_restorable(agent_id, memory_id, target, live, whole=version is None)
         restored = None
-        if trashed:
+        if live is None:
             restored = self.store.restore_memory(memory_id, agent_id, by=by)
             self.archive.events.publish(
                 "memory:created",
@@ -108,10 +108,12 @@ class HistoryService:
         agent_id: int,
         memory_id: int,
         target: MemoryVersion,
-        current: MemoryVersion,
-        trashed: bool,
+        live: MemoryRecord | None,
+        *,
+        whole: bool,
     ) -> None:
-        """Refuse a restore that no live write could make (see ``restore``)."""
+        """Refuse a restore that no live write could make (see ``restore``); ``live``: the
+        memory's current state, None in the trash; ``whole``: a restore from the trash as is."""
         if agent_id == PERSON and target.scope is Scope.PRIVATE:
             raise ValidationError(
                 f"Version {target.version} of memory {memory_id} was private to its author when "
@@ -120,18 +122,18 @@ class HistoryService:
                 field="version",
             )
         check_live_fields(target.content, target.subject, target.importance)
-        if not trashed and target.content == current.content:
+        if live is not None and target.content == live.content:
             return  # the text is live already: the restore adds no copy of it
         known = self.archive.known_as(agent_id, target.content, target.subject, excluding=memory_id)
         if known is not None:
             what = f"memory {memory_id}"
-            if target is not current:
+            if not whole:
                 what = f"version {target.version} of {what}"
             raise ConflictError(
-                f"The text of {what} is already known as #{known.id} "
-                f"({known.content!r}); restoring it would make two live copies, so memory "
-                f"{memory_id} is left as it is. Update or forget #{known.id} first if memory "
-                f"{memory_id} should be the one kept."
+                f"The text of {what} is already known as #{known.id} ({known.content!r}); "
+                f"restoring it would make two live copies, so memory {memory_id} is left as it "
+                f"is. Update or forget #{known.id} first if memory {memory_id} should be the one "
+                "kept."
             )
 
     def trash(self, agent_id: int, limit: int, offset: int) -> tuple[list[TrashedMemory], int]:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from fastapi.testclient import TestClient
 
 from hivekeep import Agent, Hive
 from hivekeep.core.text import now_timestamp
 from hivekeep.core.tokens import count_tokens
 from hivekeep.errors import BudgetError, ConflictError, ValidationError
+from hivekeep.server import create_app
 from hivekeep.store.base import MemoryVersion, NewMemory, ProfileVersion
 from hivekeep.types import Actor, Category, Operation, Scope
 
@@ -133,3 +135,27 @@ def test_a_profile_restore_is_held_to_the_budget_and_counts_its_tokens(
     restored = alice.restore_profile(2)
     assert restored.text == small and restored.tokens == count_tokens(small) != 999
     assert alice.profile_history()[0]["tokens"] == count_tokens(small)
+
+
+def test_a_trashed_memory_imported_without_history_comes_back(backend_hive: Hive) -> None:
+    alice = backend_hive.create_agent("alice")
+    planted = NewMemory(agent_id=alice.id, content="Tea at four", category=Category.FACT)
+    memory_id = backend_hive.store.put_trashed_memory(
+        planted, None, deleted_at=now_timestamp(), deleted_by=Actor.IMPORT
+    )
+    assert memory_id is not None
+    [forgotten] = alice.memory_history(memory_id)  # its state as forgotten comes first
+    assert (forgotten["operation"], forgotten["content"]) == ("forget", "Tea at four")
+    assert alice.restore_memory(memory_id).content == "Tea at four"
+    assert _live(alice) == ["Tea at four"]
+
+
+def test_rest_answers_a_refused_restore_with_409_naming_the_live_copy(backend_hive: Hive) -> None:
+    alice = backend_hive.create_agent("alice")
+    first = alice.memorize("Parking is on level 3", category="fact").memory
+    alice.forget(first.id)
+    again = alice.memorize("Parking is on level 3", category="fact").memory
+    with TestClient(create_app(backend_hive), base_url="http://127.0.0.1") as client:
+        refused = client.post(f"/api/agents/alice/memories/{first.id}/restore", json={})
+    assert refused.status_code == 409
+    assert f"already known as #{again.id}" in refused.json()["error"]["message"]
