@@ -16,6 +16,12 @@ from typing import Any, Literal, Protocol
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from hivekeep.core.limits import (
+    MAX_CONTENT_CHARS,
+    MAX_IMPORTANCE,
+    MAX_SUBJECT_CHARS,
+    MIN_IMPORTANCE,
+)
 from hivekeep.core.routing import ROUTING_RULE
 from hivekeep.errors import HivekeepError, ValidationError
 from hivekeep.services.archive import Memorized, MemoryPage
@@ -30,7 +36,9 @@ log = logging.getLogger(__name__)
 CategoryName = Literal["fact", "preference", "decision", "knowledge"]
 ScopeName = Literal["private", "shared"]
 MAX_ID = 2**63 - 1  # the largest id a store can hold; bigger ones cannot exist (nor bind in SQL)
-Subject = Field(default=None, min_length=1, max_length=200, description="Who or what it is about.")
+Subject = Field(
+    default=None, min_length=1, max_length=MAX_SUBJECT_CHARS, description="Who or what it is about."
+)
 
 
 class ToolAgent(Protocol):
@@ -117,10 +125,14 @@ class RecallArgs(_Args):
 
 
 class MemorizeArgs(_Args):
-    content: str = Field(min_length=1, max_length=2000, description="The memory, one sentence.")
+    content: str = Field(
+        min_length=1, max_length=MAX_CONTENT_CHARS, description="The memory, one sentence."
+    )
     category: CategoryName
     subject: str | None = Subject
-    importance: int | None = Field(default=None, ge=1, le=10, description="1 (trivial)-10.")
+    importance: int | None = Field(
+        default=None, ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE, description="1 (trivial)-10."
+    )
     scope: ScopeName = Field(
         default="private", description="'shared' makes it searchable by every agent."
     )
@@ -138,11 +150,11 @@ class EditProfileArgs(_Args):
 
 class UpdateMemoryArgs(_Args):
     memory_id: int = Field(ge=1, le=MAX_ID)
-    content: str | None = Field(default=None, min_length=1, max_length=2000)
+    content: str | None = Field(default=None, min_length=1, max_length=MAX_CONTENT_CHARS)
     category: CategoryName | None = None
     subject: str | None = Subject
     scope: ScopeName | None = None
-    importance: int | None = Field(default=None, ge=1, le=10)
+    importance: int | None = Field(default=None, ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)
 
 
 class ForgetArgs(_Args):

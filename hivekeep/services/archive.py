@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hivekeep.core.dedup import DedupRule
+from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule
 from hivekeep.core.text import clean_text, embedding_text, normalise_text
 from hivekeep.errors import ProviderError, ValidationError
 from hivekeep.events import EventBus
@@ -140,6 +140,30 @@ class ArchiveService:
         )
         self._publish("memory:updated", updated)
         return updated
+
+    def known_as(
+        self, viewer_id: int, content: str, subject: str | None, *, excluding: int
+    ) -> MemoryRecord | None:
+        """The live memory, visible to ``viewer_id`` and other than ``excluding``, that a write
+        of this text would be deduplicated to (the same rule as ``memorize_many``: the same text,
+        else the rule over the closest vectors); None when there is none. For a restore, which
+        brings back an existing memory rather than inserting one."""
+        found = self.store.find_same_text(viewer_id, normalise_text(content), excluding=excluding)
+        if found is None:
+            vector = self.embeddings.try_embed_one(embedding_text(content, subject))
+            if vector is None:  # the exact-text check stands alone, as for a pending write
+                return None
+            close = [
+                (memory_id, similarity)
+                for memory_id, similarity in self.store.vector_search(
+                    viewer_id, vector, NEIGHBOURS + 1, MemoryFilter()
+                )
+                if memory_id != excluding and similarity >= self.dedup.floor
+            ]
+            rows = self.store.fetch_memories(viewer_id, [memory_id for memory_id, _ in close])
+            candidates = [Candidate(i, rows[i].content, score) for i, score in close if i in rows]
+            found = self.dedup.judge(content, candidates).duplicate_of
+        return None if found is None else self.store.get_memory(found, viewer_id)
 
     def forget(self, agent_id: int, memory_id: int, *, by: Actor = Actor.AGENT) -> None:
         """Owner-only: the memory goes to the trash (restorable until the retention ends)."""

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from hivekeep.core.limits import check_live_fields
 from hivekeep.core.text import format_timestamp
-from hivekeep.errors import NotFound
+from hivekeep.errors import ConflictError, NotFound, ValidationError
 from hivekeep.services.archive import ArchiveService
 from hivekeep.store.base import (
     KEEP,
@@ -23,7 +24,7 @@ from hivekeep.store.base import (
     Store,
     TrashedMemory,
 )
-from hivekeep.types import Actor, Operation
+from hivekeep.types import Actor, Operation, Scope
 
 TRASH_DAYS = 30  # setting MEMORY_TRASH_DAYS
 
@@ -56,18 +57,30 @@ class HistoryService:
         self, agent_id: int, memory_id: int, version: int | None, *, by: Actor
     ) -> MemoryRecord:
         """Undo a forget (``version`` None), or make an older version current again (out of the
-        trash first if it is there). Either way a new version records the restore."""
-        versions = self.store.memory_history(memory_id, agent_id)  # NotFound: not the agent's
-        target = None
+        trash first if it is there). Either way a new version records the restore.
+
+        What becomes live is judged as a write first, before anything changes: the live limits
+        of its fields (ValidationError), the duplicate rule (ConflictError naming the live memory
+        it repeats), and for a person a version that was private to its author is refused
+        rather than published (only versions the caller can see are found at all)."""
+        versions = self.store.memory_history(memory_id, agent_id)  # NotFound: not visible
+        live = self.store.fetch_memories(agent_id, [memory_id]).get(memory_id)
+        target = versions[0]  # in the trash: its state as forgotten
         if version is not None:
-            target = next((v for v in versions if v.version == version), None)
-            if target is None:
+            found = next((v for v in versions if v.version == version), None)
+            if found is None:
                 kept = ", ".join(str(v.version) for v in versions)
                 raise NotFound(
                     f"Memory {memory_id} has no version {version}; its kept versions are {kept}."
                 )
+            target = found
+        elif live is not None:
+            raise NotFound(
+                f"Memory {memory_id} is not in the trash; pass a version to restore an older one."
+            )
+        self._check_restorable(agent_id, memory_id, target, live, whole=version is None)
         restored = None
-        if versions and versions[0].operation is Operation.FORGET:
+        if live is None:
             restored = self.store.restore_memory(memory_id, agent_id, by=by)
             self.archive.events.publish(
                 "memory:created",
@@ -76,11 +89,7 @@ class HistoryService:
                 scope=restored.scope.value,
                 restored=True,
             )
-        elif version is None:
-            raise NotFound(
-                f"Memory {memory_id} is not in the trash; pass a version to restore an older one."
-            )
-        if target is None:
+        if version is None:
             assert restored is not None
             return restored
         changes = MemoryChanges(
@@ -93,6 +102,39 @@ class HistoryService:
         return self.archive.update(
             agent_id, memory_id, changes, written=Change(by, Operation.RESTORE)
         )
+
+    def _check_restorable(
+        self,
+        agent_id: int,
+        memory_id: int,
+        target: MemoryVersion,
+        live: MemoryRecord | None,
+        *,
+        whole: bool,
+    ) -> None:
+        """Refuse a restore that no live write could make (see ``restore``); ``live``: the
+        memory's current state, None in the trash; ``whole``: a restore from the trash as is."""
+        if agent_id == PERSON and target.scope is Scope.PRIVATE:
+            raise ValidationError(
+                f"Version {target.version} of memory {memory_id} was private to its author when "
+                "it was current; restoring it as a person would publish it to every agent. "
+                "Restore a version that was shared, or let its author restore it.",
+                field="version",
+            )
+        check_live_fields(target.content, target.subject, target.importance)
+        if live is not None and target.content == live.content:
+            return  # the text is live already: the restore adds no copy of it
+        known = self.archive.known_as(agent_id, target.content, target.subject, excluding=memory_id)
+        if known is not None:
+            what = f"memory {memory_id}"
+            if not whole:
+                what = f"version {target.version} of {what}"
+            raise ConflictError(
+                f"The text of {what} is already known as #{known.id} ({known.content!r}); "
+                f"restoring it would make two live copies, so memory {memory_id} is left as it "
+                f"is. Update or forget #{known.id} first if memory {memory_id} should be the one "
+                "kept."
+            )
 
     def trash(self, agent_id: int, limit: int, offset: int) -> tuple[list[TrashedMemory], int]:
         """The agent's trashed memories, newest deletion first (``PERSON``: shared ones)."""

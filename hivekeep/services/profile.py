@@ -82,8 +82,9 @@ class ProfileService:
         return self.store.profile_history(agent_id)
 
     def restore(self, agent_id: int, version: int, *, by: Actor = Actor.PERSON) -> ProfileRecord:
-        """Make an older version's text current again, verbatim (it was valid when written), as
-        a new revision: history is never rewritten."""
+        """Make an older version's text current again, verbatim, as a new revision: history is
+        never rewritten. The text is judged as an edit (the budget rule, its tokens counted
+        anew): a stored version, imported ones included, is no proof that it fits now."""
         versions = self.store.profile_history(agent_id)
         target = next((v for v in versions if v.version == version), None)
         if target is None:
@@ -93,10 +94,11 @@ class ProfileService:
                 "List them with `hivekeep history --agent NAME`."
             )
         current = versions[0]
+        tokens = doc.check_edit_budget(current.text, target.text, self.budget, count_tokens)
         saved = self.store.save_profile(
             agent_id,
             target.text,
-            target.tokens,
+            tokens,
             expected_revision=current.version,
             manual=True,
             written=Change(by, Operation.RESTORE),

@@ -303,6 +303,11 @@ class Store(ConversationStore, Protocol):
         """A memory the viewer can see; raises NotFound otherwise."""
         ...
 
+    def find_same_text(self, viewer_id: int, text_key: str, *, excluding: int = 0) -> int | None:
+        """The oldest memory visible to the viewer, other than ``excluding``, with this
+        ``text_key``: the exact-duplicate check of ``insert_memories``, for a restore."""
+        ...
+
     def update_memory(
         self,
         memory_id: int,
