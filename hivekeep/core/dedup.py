@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hivekeep.core.wording import (
+    CLAUSE_MARKERS,
     CONJUNCTIONS,
     COPULAS,
     MONTHS,
@@ -93,8 +94,28 @@ def _differences(a: Sequence[Token], b: Sequence[Token]) -> list[str]:
 def _reordering(a: Sequence[Token], b: Sequence[Token]) -> list[int] | None:
     """Where each token of ``a`` sits in ``b``, when ``b`` is ``a`` in an order that changes no
     relation (see the module); None otherwise."""
+    if _clauses(a) or _clauses(b):
+        return None
     kinds = _kinds(a, b)
     return _moved_phrase(a, b, kinds) or _identity_swap(a, b, kinds) or _coordinates(a, b, kinds)
+
+
+def _clauses(tokens: Sequence[Token]) -> bool:
+    """More than one clause, as far as words show it: a phrase that moves may then leave one
+    verb for another ("the user said yesterday that Tom left" / "... that Tom left yesterday";
+    "promised on Monday to call" / "promised to call on Monday"), so no order may change."""
+    return (
+        any(
+            t.key in CLAUSE_MARKERS or (t.key == "to" and _bare(tokens, i + 1))
+            for i, t in enumerate(tokens)
+        )
+        or sum(t.key in CONJUNCTIONS for t in tokens) > 1
+    )
+
+
+def _bare(tokens: Sequence[Token], at: int) -> bool:
+    """A lower-case word without an article: after "to" it may be a verb ("to call")."""
+    return at < len(tokens) and tokens[at].kind is Kind.WORD and tokens[at].article is None
 
 
 def _kinds(a: Sequence[Token], b: Sequence[Token]) -> dict[str, set[Kind]]:
@@ -123,6 +144,9 @@ def _moved_phrase(
                     continue
                 before = a[start - 1] if start else None
                 after = a[end + 1] if end + 1 < size else None
+                outside = [*a[:start], *a[end + 1 :]]
+                if any(t.key in CONJUNCTIONS for t in outside):
+                    continue  # "called Anna and left on Monday": which verb has the time?
                 if _movable(a[start : start + cut], a[start + cut : end + 1], before, after, kinds):
                     moved = [
                         *range(start + width - cut, end + 1),
@@ -145,6 +169,9 @@ def _movable(
     a doctor in Lisbon"), so that is not allowed."""
     whole = before is None and after is None
     timely = _timely(left) or _timely(right)
+    for block in (left, right):
+        if any(t.key in CONJUNCTIONS for t in block) and not _adverbial(block):
+            return False  # a conjunction may only travel inside a phrase of time or place
     if not (
         (_adverbial(left) and _adverbial(right))
         or (whole and (_adverbial(left) or _adverbial(right)))
@@ -166,7 +193,9 @@ def _movable(
 
 def _adverbial(block: Sequence[Token]) -> bool:
     """A phrase of place or time: a preposition and what it governs, or words of time."""
-    return (block[0].key in PREPOSITIONS and len(block) > 1) or _timely(block)
+    return (block[0].key in PREPOSITIONS and len(block) > 1 and not _bare(block, 1)) or _timely(
+        block
+    )
 
 
 def _timely(block: Sequence[Token]) -> bool:

@@ -67,6 +67,16 @@ QUANTIFIERS = _words(
 )
 NEGATIONS = _words("not never no nobody nothing nowhere without")
 COPULAS = _words("is are was were am be been being")
+# words that open a second clause, or verbs that take one ("said", "promised", "wants")
+CLAUSE_MARKERS = _words(
+    "that because when while whereas although though who which where whose whom whether "
+    "if unless so say says said tell tells told think thinks thought believe believes "
+    "believed know knows knew hear hears heard ask asks asked want wants wanted hope hopes "
+    "hoped plan plans planned promise promises promised expect expects expected decide "
+    "decides decided agree agrees agreed forget forgets forgot remember remembers "
+    "remembered claim claims claimed mention mentions mentioned report reports reported "
+    "announce announces announced try tries tried need needs needed"
+)
 # words that tell when, and may lead a phrase that moves as a whole ("Every morning, X")
 TEMPORAL = _words(
     "yesterday today tomorrow tonight now currently recently nowadays lately usually normally "
