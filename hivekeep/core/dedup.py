@@ -50,6 +50,7 @@ _ENTITY = (Kind.NAME, Kind.NUMBER, Kind.DATE)
 _TIME_WORDS = TEMPORAL - QUANTIFIERS - {"this", "last", "next"}
 _CONNECTIVES = CONJUNCTIONS | QUANTIFIERS
 _IDENTITY = frozenset({"is", "was", "are", "were"})
+_NOT_ADVERBIAL = frozenset({"of", "like", "unlike", "than"})
 
 
 def differences(first: str, second: str) -> list[str]:
@@ -163,19 +164,21 @@ def _movable(
     after: Token | None,
     kinds: dict[str, set[Kind]],
 ) -> bool:
-    """Two adverbials trade places, or one moves to the other end of the whole sentence, or a
-    word of time ("now", "every morning") moves anywhere. A phrase of place moved inside a
-    sentence may change what it describes ("the sister in Lisbon is a doctor" / "the sister is
-    a doctor in Lisbon"), so that is not allowed."""
+    """Two phrases of time or place trade places ("at 10am on Monday", "as a nurse at the
+    hospital"), a phrase of time moves to the other end of the whole sentence ("On Monday the
+    user meets Anna"), or a word of time ("now", "every morning") moves inside it. A phrase of
+    place moved to the other end or inside a sentence may change what it describes ("the sister
+    in Lisbon is a doctor" / "the sister is a doctor in Lisbon"; "the man with the dog"), so
+    that is not allowed."""
     whole = before is None and after is None
-    timely = _timely(left) or _timely(right)
     for block in (left, right):
         if any(t.key in CONJUNCTIONS for t in block) and not _adverbial(block):
             return False  # a conjunction may only travel inside a phrase of time or place
     if not (
         (_adverbial(left) and _adverbial(right))
-        or (whole and (_adverbial(left) or _adverbial(right)))
-        or timely
+        or (whole and (_when(left) or _when(right)))
+        or _timely(left)
+        or _timely(right)
     ):
         return False
     ends_are_content = all(_is(block[-1], _CONTENT, kinds) for block in (left, right))
@@ -192,10 +195,28 @@ def _movable(
 
 
 def _adverbial(block: Sequence[Token]) -> bool:
-    """A phrase of place or time: a preposition and what it governs, or words of time."""
-    return (block[0].key in PREPOSITIONS and len(block) > 1 and not _bare(block, 1)) or _timely(
-        block
+    """A phrase of place or time: a preposition and what it governs, or words of time ("of",
+    "like", "than" phrases belong to a noun or a comparison, not to the sentence)."""
+    return (
+        block[0].key in PREPOSITIONS - _NOT_ADVERBIAL and len(block) > 1 and not _bare(block, 1)
+    ) or _timely(block)
+
+
+def _when(block: Sequence[Token]) -> bool:
+    """A phrase of time: words of time, or a preposition governing them ("in May 2024", "on
+    Monday", "at 10am", "in 2020")."""
+    if _timely(block):
+        return True
+    rest = block[1:]
+    return (
+        _adverbial(block)
+        and bool(rest)
+        and all(_timely([t]) or t.key in TEMPORAL or _year(t) for t in rest)
     )
+
+
+def _year(token: Token) -> bool:
+    return token.kind is Kind.NUMBER and token.key.isdigit() and 1000 <= int(token.key) <= 2999
 
 
 def _timely(block: Sequence[Token]) -> bool:
