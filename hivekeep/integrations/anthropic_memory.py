@@ -146,14 +146,11 @@ class HivekeepMemoryTool(BetaAbstractMemoryTool):
         memory = self._memory(name)
         if memory is None:
             raise ToolError(f"The path {command.path} does not exist")
-        if FILES.names(memory) != [name]:  # other files share the memory: only the name goes
+        if FILES.names(memory) == [name]:
+            self.agent.forget(memory.id)  # to the trash, from which a person can restore it
+        else:  # other files share the memory: only the name goes
             FILES.rename(self.agent, memory, name, None)
-            return f"Successfully deleted {command.path}"
-        self.agent.forget(memory.id)
-        return (
-            f"Successfully deleted {command.path} (it is in the trash, from which a person can "
-            "restore it)."
-        )
+        return f"Successfully deleted {command.path}"
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
         """The memory keeps its id, text and history; only the name it is reached by changes."""
