@@ -295,13 +295,17 @@ def _find(
     agent: Agent, subject: str | None, key: str, *, writing: bool = False
 ) -> MemoryRecord | None:
     """The memory under ``key`` in the namespace ``(agent, subject)`` exactly: subject labels are
-    case-sensitive, as LangGraph's are. Recall and dedup match subjects whatever their case, so
-    a put (``writing``) under a label that differs from the agent's subjects only in case is
-    refused rather than mixed with theirs."""
-    here = []
+    case-sensitive, as LangGraph's are."""
+    return KEYS.find(_in_namespace(agent, subject, writing=writing), key)
+
+
+def _in_namespace(agent: Agent, subject: str | None, *, writing: bool) -> Iterator[MemoryRecord]:
+    """The agent's own memories of the namespace, newest first. Recall and dedup match subjects
+    whatever their case, so a put (``writing``) under a label that differs from the agent's
+    subjects only in case is refused rather than mixed with theirs."""
     for memory in own_memories(agent, subject=subject):
         if memory.subject == subject:
-            here.append(memory)
+            yield memory
         elif writing and subject is not None and memory.subject is not None:
             raise InvalidNamespaceError(
                 f"Namespace label {subject!r} is the subject {memory.subject!r} of "
@@ -309,7 +313,6 @@ def _find(
                 f"their case, so it cannot be a namespace of its own. Use "
                 f"({agent.name!r}, {memory.subject!r})."
             )
-    return KEYS.find(here, key)
 
 
 def _ranked(
