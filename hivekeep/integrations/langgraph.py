@@ -100,6 +100,8 @@ class HivekeepStore(BaseStore):
             self._delete(name, subject, op.key)
             return
         fields = _fields(op.value)
+        if subject is not None:
+            _stored_as_given(subject)
         agent = self._writer(name)
         memory = _find(agent, subject, op.key, writing=True)
         if memory is None:
@@ -180,9 +182,7 @@ class HivekeepStore(BaseStore):
                 f"agent names are unique whatever their case, so ({name!r},) cannot be a "
                 f"namespace of its own. Use ({agent.name!r}, ...)."
             )
-        if name != name.strip():
-            raise InvalidNamespaceError(f"Namespace label {name!r} has spaces around it.")
-        return agent or self.hive.agent(name)
+        return agent or self.hive.agent(_stored_as_given(name))
 
     def _named(self, name: str) -> Agent | None:
         if name.strip().isdigit():  # get_agent would take it for an id; no name is all digits
@@ -209,6 +209,17 @@ def _address(namespace: tuple[str, ...]) -> Address:
     if not 1 <= len(namespace) <= 2:
         raise InvalidNamespaceError(_NAMESPACE_RULE.format(namespace))
     return namespace[0], namespace[1] if len(namespace) == 2 else None
+
+
+def _stored_as_given(label: str) -> str:
+    """A label the hive would store changed (trimmed, control characters dropped) could never
+    be read back under itself: refused."""
+    if label != label.strip() or not label.isprintable():
+        raise InvalidNamespaceError(
+            f"Namespace label {label!r} has spaces around it or characters that cannot be "
+            "printed; the hive would store it changed."
+        )
+    return label
 
 
 def _namespace(agent: Agent, subject: str | None) -> tuple[str, ...]:

@@ -283,6 +283,11 @@ def test_bad_namespaces_values_and_options_are_refused_and_write_nothing(
         store.put(("assistant",), "k", {"content": "x"}, ttl=5)
     with pytest.raises(ValidationError, match="Agent name"):
         store.put(("42",), "k", {"content": "x"})
+    for label in (" ann", "ann ", "a\x07nn"):  # the hive would store these changed
+        with pytest.raises(InvalidNamespaceError, match="would store it changed"):
+            store.put(("assistant", label), "k", {"content": "x"})
+        with pytest.raises(InvalidNamespaceError, match="would store it changed"):
+            store.put((label,), "k", {"content": "x"})
 
     assert store.list_namespaces() == []
 
