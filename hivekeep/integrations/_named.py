@@ -12,6 +12,7 @@ its id (``Naming.unnamed``).
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from hivekeep.tools import MAX_SOURCE_CONTEXT
 
 PAGE = 200  # list_memories' largest page
 MAX_NAME_CHARS = 200
+_RENAMING = threading.Lock()  # a memory's names are read, changed and written back as one step
 
 
 def own_memories(
@@ -84,17 +86,21 @@ class Naming:
         self, agent: Agent, memory: MemoryRecord, old: str | None, new: str | None
     ) -> MemoryRecord:
         """Replace the name ``old`` with ``new`` in place (``old`` None: add ``new``; ``new``
-        None: drop ``old``), in one update of the memory: its id, text and history stay."""
-        names = [n for n in self.names(memory) if n != old]
-        if new is not None and new not in names:
-            at = self.names(memory).index(old) if old is not None else len(names)
-            names.insert(at, new)
-        if not names:
-            raise ValidationError("A memory's last name is dropped by forgetting the memory.")
-        stored = self.source_context(names, self.context(memory))
-        if len(stored) > MAX_SOURCE_CONTEXT:
-            raise ValidationError(
-                f"{len(names)} names are too many for one memory: its source_context would pass "
-                f"{MAX_SOURCE_CONTEXT} characters. Use fewer or shorter names."
-            )
-        return agent.update_memory(memory.id, source_context=stored)
+        None: drop ``old``), in one update of the memory: its id, text and history stay. The
+        names are read again under a lock, so two threads changing one memory's names at once
+        do not drop each other's."""
+        with _RENAMING:
+            memory = agent.memory(memory.id)
+            names = [n for n in self.names(memory) if n != old]
+            if new is not None and new not in names:
+                at = self.names(memory).index(old) if old in self.names(memory) else len(names)
+                names.insert(at, new)
+            if not names:
+                raise ValidationError("A memory's last name is dropped by forgetting the memory.")
+            stored = self.source_context(names, self.context(memory))
+            if len(stored) > MAX_SOURCE_CONTEXT:
+                raise ValidationError(
+                    f"{len(names)} names are too many for one memory: its source_context would "
+                    f"pass {MAX_SOURCE_CONTEXT} characters. Use fewer or shorter names."
+                )
+            return agent.update_memory(memory.id, source_context=stored)

@@ -5,6 +5,7 @@ filters, limits and offsets), on a real hive with the bundled embedding model.""
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypedDict
 
 import pytest
@@ -446,3 +447,15 @@ def test_subject_labels_are_case_sensitive_and_a_case_twin_is_refused(
     assert store.search(("assistant", "ann"), query="choir") == []
     assert [hit.key for hit in store.search(("assistant", "Ann"), query="choir")] == ["k"]
     assert store.list_namespaces() == [("assistant", "Ann")]
+
+
+def test_threads_putting_one_text_under_many_keys_lose_no_key(store: HivekeepStore) -> None:
+    store.put(("assistant",), "k0", {"content": "Ann's flat is on the fourth floor"})
+
+    def put(n: int) -> None:
+        store.put(("assistant",), f"k{n}", {"content": "Ann's flat is on the fourth floor"})
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(put, range(1, 17)))
+
+    assert [n for n in range(17) if store.get(("assistant",), f"k{n}") is None] == []
