@@ -36,7 +36,7 @@ except ImportError as exc:  # the extra is not installed, or too old
 from hivekeep import Agent, HivekeepError, MemoryRecord, Scope
 from hivekeep.core import profile as profile_doc
 from hivekeep.core.tokens import count_tokens
-from hivekeep.integrations._named import Naming, own_memories
+from hivekeep.integrations._named import FILE_MARK, Naming, own_memories
 
 __all__ = ["HivekeepMemoryTool"]
 
@@ -44,7 +44,6 @@ ROOT = "/memories"
 PROFILE = f"{ROOT}/profile.md"
 ARCHIVE = f"{ROOT}/archive"
 SEARCH = f"{ROOT}/search"
-FILE_MARK = "memory-file:"  # the first line of a memory's source_context that holds its file name
 DEFAULT_CATEGORY = "fact"
 LISTED = 100  # archive files a directory view lists (newest first); search reaches the rest
 FOUND = 10  # files a search view lists
@@ -146,7 +145,7 @@ class HivekeepMemoryTool(BetaAbstractMemoryTool):
         memory = self._memory(name)
         if memory is None:
             raise ToolError(f"The path {command.path} does not exist")
-        if FILES.names(memory) == [name]:
+        if FILES.alone(memory, name):
             self.agent.forget(memory.id)  # to the trash, from which a person can restore it
         else:  # other files share the memory: only the name goes
             FILES.rename(self.agent, memory, name, None)
@@ -214,7 +213,7 @@ class HivekeepMemoryTool(BetaAbstractMemoryTool):
         them: the file moves to a memory of its own (copy on write)."""
         memory = self._existing(path)
         name = _archive_name(_path(path))
-        if FILES.names(memory) == [name]:
+        if FILES.alone(memory, name):
             self.agent.update_memory(memory.id, content=text)
             return
         landed = self._store(name, text, path, like=memory)

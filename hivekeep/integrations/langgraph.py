@@ -40,13 +40,12 @@ except ImportError as exc:  # the extra is not installed, or too old
     raise needs_extra("langgraph", exc) from exc
 
 from hivekeep import Agent, Category, Hive, MemoryRecord, NotFound, ValidationError
-from hivekeep.integrations._named import Naming, own_memories
+from hivekeep.integrations._named import KEY_MARK, Naming, own_memories
 
 __all__ = ["HivekeepStore"]
 
 VALUE_FIELDS = ("content", "category", "importance", "scope", "source_context")
 DEFAULT_CATEGORY = "fact"
-KEY_MARK = "langgraph-key:"  # the first line of a memory's source_context that holds its key
 RECALL_POOL = 50  # recall's largest limit: a query search ranks at most this many per agent
 
 Address = tuple[str, str | None]  # (agent name, subject)
@@ -106,7 +105,7 @@ class HivekeepStore(BaseStore):
         memory = _find(agent, subject, op.key, writing=True)
         if memory is None:
             _add(agent, subject, op.key, fields)
-        elif KEYS.names(memory) == [op.key]:  # the key's own memory
+        elif KEYS.alone(memory, op.key):  # the key's own memory
             agent.update_memory(
                 memory.id,
                 content=fields["content"],
@@ -127,7 +126,7 @@ class HivekeepStore(BaseStore):
         memory = None if agent is None else _find(agent, subject, key)
         if memory is None or agent is None:
             return  # deleting what is not there does nothing, as in InMemoryStore
-        if KEYS.names(memory) == [key]:
+        if KEYS.alone(memory, key):
             agent.forget(memory.id)
         else:
             KEYS.rename(agent, memory, key, None)
@@ -157,6 +156,7 @@ class HivekeepStore(BaseStore):
             _namespace(agent, memory.subject)
             for agent in self.hive.agents()
             for memory in own_memories(agent)
+            if KEYS.names(memory)  # none: only another adapter's names reach it
         }
         chosen = [
             ns for ns in namespaces if all(_does_match(c, ns) for c in op.match_conditions or ())

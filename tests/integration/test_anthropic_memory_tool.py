@@ -314,3 +314,30 @@ def test_the_tool_runner_drives_the_memory_tool_against_the_messages_api(
     created, refused = third["messages"][-1]["content"]
     assert "File created successfully" in str(created["content"])
     assert refused["is_error"] is True and "escape" in str(refused["content"])
+
+
+def test_a_file_and_a_langgraph_key_on_one_text_keep_each_other(
+    tool: HivekeepMemoryTool, hive: Hive
+) -> None:
+    langgraph = pytest.importorskip("hivekeep.integrations.langgraph")
+    store = langgraph.HivekeepStore(hive)
+    store.put(("assistant",), "bike", {"content": "Ann rides a red bike", "source_context": "chat"})
+    run(tool, "create", path="/memories/archive/bike.md", file_text="Ann rides a red bike")
+    item = store.get(("assistant",), "bike")  # the key still reaches it, its context intact
+    assert (
+        item.value["content"] == "Ann rides a red bike" and item.value["source_context"] == "chat"
+    )
+
+    store.put(("assistant",), "bike", {"content": "Ann rides a blue bike"})  # the key moves
+
+    assert store.get(("assistant",), "bike").value["content"] == "Ann rides a blue bike"
+    viewed = run(tool, "view", path="/memories/archive/bike.md")
+    assert viewed.splitlines()[1:] == ["     1\tAnn rides a red bike"]
+    run(tool, "rename", old_path="/memories/archive/bike.md", new_path="/memories/archive/b.md")
+    store.delete(("assistant",), "bike")
+    assert run(tool, "view", path="/memories/archive/b.md").endswith("Ann rides a red bike")
+    run(tool, "delete", path="/memories/archive/b.md")
+    # the memory was reached as memory-1.md before the file was named: that name stays with it
+    memory_id = hive.get_agent("assistant").list_memories().memories[0].id
+    run(tool, "delete", path=f"/memories/archive/memory-{memory_id}.md")
+    assert hive.get_agent("assistant").list_memories().total == 0
