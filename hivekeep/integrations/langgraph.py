@@ -112,7 +112,9 @@ class HivekeepStore(BaseStore):
                 category=fields["category"],
                 importance=fields["importance"],
                 scope=fields["scope"],
-                source_context=KEYS.source_context([op.key], fields["source_context"]),
+                source_context=KEYS.source_context(
+                    [op.key], fields["source_context"], beside=memory.source_context
+                ),
             )
         else:  # other keys share the memory: the key moves, so their items stay as they are
             landed = _add(agent, subject, op.key, fields)
