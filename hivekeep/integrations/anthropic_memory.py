@@ -6,12 +6,16 @@ The directory Claude sees (docs/integrations.md, "Anthropic memory tool"):
   operations on the sections it changed, so the tool's rules hold: the budget is checked for the
   whole edit before anything is written, and ``## Pinned`` is kept when an edit drops it.
 - ``/memories/archive/NAME``: one archive memory per file; a file's text is the memory's content.
-  Creating a file memorizes it (deduplicated), editing updates it (its history is kept),
-  deleting forgets it (to the trash). A memory written elsewhere shows as ``memory-ID.md``.
+  Creating a file memorizes it (deduplicated: a text the agent holds word for word adds the name
+  to that memory), editing updates it (its history is kept), renaming changes the name in place,
+  deleting drops the name and forgets the memory (to the trash) with its last name. A memory
+  written elsewhere shows as ``memory-ID.md``. After every success the file is at its path with
+  its text; ``create`` on an existing path is refused, as the SDK's own backend refuses it.
 - ``/memories/search/WORDS``: a read-only view that lists the files ``recall`` ranks best.
 
-Paths outside ``/memories`` and ``..`` are refused. Hivekeep's errors come back to Claude as tool
-errors (``ToolError``), with the message that says what to do.
+Paths outside ``/memories`` and ``..`` are refused. Errors are the SDK's reference backend's, in
+its words, where it has one; hivekeep's own come back to Claude as tool errors (``ToolError``),
+with the message that says what to do.
 """
 
 from __future__ import annotations

@@ -4,8 +4,12 @@ The mapping (docs/integrations.md, "LangGraph"):
 
 - a namespace is ``(agent,)`` or ``(agent, subject)``: the hive's agent of that name (created on
   the first put) and the memory's subject (none for ``(agent,)``);
-- a key is kept with its memory, on the first line of its ``source_context``; a memory written
-  through another interface has its id as its key;
+- a key is kept with its memory, on a line of its ``source_context``; a put of a text the
+  namespace already holds adds its key to that memory, and one memory may have several keys
+  (a delete drops one key; the memory goes when its last does). A memory written through
+  another interface has its id as its key;
+- labels are case-sensitive, as LangGraph's: a put under a case twin of an agent's name or
+  subject is refused, since the hive matches those whatever their case;
 - a value is ``{"content": text, "category", "importance", "scope", "source_context"}``; only
   ``content`` is required (``category`` defaults to ``"fact"``);
 - ``search(..., query=...)`` is the agent's hybrid ``recall``; without a query it lists, newest
