@@ -58,9 +58,11 @@ def memory_changes(
     subject: str | _Keep | None = KEEP,
     importance: int | _Keep | None = KEEP,
     scope: Scope | str | _Keep = KEEP,
+    source_context: str | _Keep | None = KEEP,
 ) -> tuple[int, MemoryChanges]:
     """``update_memory``'s arguments, checked as the tool checks them (``Agent.update_memory``,
-    ``Hive.update_memory``): the memory id and the changes."""
+    ``Hive.update_memory``): the memory id and the changes. ``source_context`` is not a tool
+    argument: only the library changes it (the integrations keep their item names there)."""
     given = {
         name: value
         for name, value in (
@@ -72,9 +74,16 @@ def memory_changes(
         )
         if value is not KEEP
     }
-    if not given:
+    if not given and source_context is KEEP:
         raise ValidationError(
             "update_memory needs at least one of content, category, subject, scope, importance."
+        )
+    if source_context is not None and not isinstance(source_context, _Keep | str):
+        raise ValidationError(f"source_context must be a string, got {source_context!r}.")
+    if isinstance(source_context, str) and len(source_context) > tools.MAX_SOURCE_CONTEXT:
+        raise ValidationError(
+            f"source_context is at most {tools.MAX_SOURCE_CONTEXT} characters, "
+            f"got {len(source_context)}."
         )
     for required in ("content", "category", "scope"):
         if required in given and given[required] is None:
@@ -86,6 +95,7 @@ def memory_changes(
         subject=args.subject if "subject" in given else KEEP,
         importance=args.importance if "importance" in given else KEEP,
         scope=Scope(args.scope) if "scope" in given else KEEP,
+        source_context=source_context,
     )
     return args.memory_id, changes
 
@@ -241,11 +251,13 @@ class Agent:
         subject: str | _Keep | None = KEEP,
         importance: int | _Keep | None = KEEP,
         scope: Scope | str | _Keep = KEEP,
+        source_context: str | _Keep | None = KEEP,
         by: Actor = Actor.AGENT,
     ) -> MemoryRecord:
         """Change a memory this agent wrote; fields left as ``KEEP`` are unchanged. The old state
         stays in ``memory_history``; ``by``: who is changing it (an interface acting for a
-        person passes ``Actor.PERSON``)."""
+        person passes ``Actor.PERSON``). ``source_context`` is where the integrations keep the
+        names (LangGraph keys, memory-tool files) that address a memory."""
         memory_id, changes = memory_changes(
             memory_id,
             content=content,
@@ -253,6 +265,7 @@ class Agent:
             subject=subject,
             importance=importance,
             scope=scope,
+            source_context=source_context,
         )
         return self._services.archive.update(
             self.id, memory_id, changes, written=Change(by, Operation.UPDATE)

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 CategoryName = Literal["fact", "preference", "decision", "knowledge"]
 ScopeName = Literal["private", "shared"]
 MAX_ID = 2**63 - 1  # the largest id a store can hold; bigger ones cannot exist (nor bind in SQL)
+MAX_SOURCE_CONTEXT = 2000
 Subject = Field(
     default=None, min_length=1, max_length=MAX_SUBJECT_CHARS, description="Who or what it is about."
 )
@@ -137,7 +138,7 @@ class MemorizeArgs(_Args):
         default="private", description="'shared' makes it searchable by every agent."
     )
     source_context: str | None = Field(
-        default=None, max_length=2000, description="Where or how this was learned."
+        default=None, max_length=MAX_SOURCE_CONTEXT, description="Where or how this was learned."
     )
 
 

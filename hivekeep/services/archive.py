@@ -234,10 +234,16 @@ def _cleaned(memory: NewMemory) -> NewMemory:
     )
 
 
+def _kept_or(value: str | _Keep | None, name: str) -> str | _Keep | None:
+    """An optional text field of an update: ``KEEP`` stays, else as ``_optional``."""
+    return value if isinstance(value, _Keep) else _optional(value, name)
+
+
 def _cleaned_changes(changes: MemoryChanges) -> MemoryChanges:
-    content, subject = changes.content, changes.subject
+    content = changes.content
     return dataclasses.replace(
         changes,
         content=content if isinstance(content, _Keep) else _clean_field(content, "content"),
-        subject=subject if isinstance(subject, _Keep) else _optional(subject, "subject"),
+        subject=_kept_or(changes.subject, "subject"),
+        source_context=_kept_or(changes.source_context, "source_context"),
     )

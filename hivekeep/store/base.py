@@ -119,6 +119,7 @@ class MemoryChanges:
     subject: str | _Keep | None = KEEP
     importance: int | _Keep | None = KEEP
     scope: Scope | _Keep = KEEP
+    source_context: str | _Keep | None = KEEP  # where the integrations keep an item's names
 
 
 @dataclass(frozen=True)

@@ -310,6 +310,24 @@ def test_update_changes_fields_and_keeps_the_rest(store: Store, agents: tuple[in
     assert updated.embedding_state is EmbeddingState.READY
 
 
+def test_update_changes_source_context_and_its_full_text(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    """The integrations keep their item names in source_context and change them on a rename."""
+    alice, _ = agents
+    memory_id = put(store, alice, "Takes the early train", source_context="told in March")
+    updated = store.update_memory(
+        memory_id,
+        alice,
+        MemoryChanges(source_context="intake form"),
+        text_key=None,
+        vector=KEEP,
+    )
+    assert (updated.content, updated.source_context) == ("Takes the early train", "intake form")
+    assert store.text_search(alice, ["march"], 10, NO_FILTER) == []
+    assert store.text_search(alice, ["intake"], 10, NO_FILTER) == [memory_id]
+
+
 def test_update_keeps_full_text_index_in_sync(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Favourite colour is green")

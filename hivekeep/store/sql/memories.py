@@ -165,7 +165,14 @@ class MemoryRows(SqlRows):
             latest = latest_version(s, memory_id)
             fields: dict[str, Any] = {
                 name: getattr(value, "value", value)
-                for name in ("content", "category", "subject", "importance", "scope")
+                for name in (
+                    "content",
+                    "category",
+                    "subject",
+                    "importance",
+                    "scope",
+                    "source_context",
+                )
                 if (value := getattr(changes, name)) is not KEEP
             }
             if "subject" in fields and s.dialect.SUBJECT_KEY_STORED:
