@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import assume, given
@@ -106,7 +107,7 @@ def test_a_restatement_is_the_same_fact_both_ways(existing: str, new: str) -> No
     assert differences(existing, new) == []
 
 
-def _pairs(name: str) -> list[dict[str, object]]:
+def _pairs(name: str) -> list[dict[str, Any]]:
     path = Path(__file__).resolve().parent.parent / "data" / name
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
