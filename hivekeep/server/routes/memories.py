@@ -79,8 +79,9 @@ def list_memories(agent: AgentDep, params: Annotated[MemoryQuery, Query()]) -> M
     responses={200: {"model": MemoryWritten, "description": "Already known: the existing one."}},
 )
 def create_memory(agent: AgentDep, body: NewMemoryBody, response: Response) -> MemoryWritten:
-    """Save a memory (201), or return the equivalent one already visible (200, duplicate)."""
-    [written] = agent.memorize_many([body.model_dump()])
+    """Save a memory (201), or return the equivalent one already visible (200, duplicate). The
+    writer is a person (the UI's form, a script): history records "create by person"."""
+    [written] = agent.memorize_many([body.model_dump()], by=Actor.PERSON)
     if written.duplicate:
         response.status_code = 200
     similar = [SimilarMemory(**similar_view(m)) for m in written.similar]
