@@ -44,7 +44,14 @@ def _search(agent: Agent, params: MemoryQuery) -> MemoryList:
     hits = [h for h in result.hits if params.scope in (None, h.memory.scope.value)]
     page = hits[params.offset : params.offset + params.limit]
     listed = MemoryList(
-        memories=[_out(memory_view(hit.memory, agent.id, score=hit.score)) for hit in page],
+        memories=[
+            _out(
+                memory_view(
+                    hit.memory, agent.id, score=hit.score, match=hit.match, found_by=hit.found_by
+                )
+            )
+            for hit in page
+        ],
         total=len(hits),
         has_more=params.offset + len(page) < len(hits),
     )
