@@ -214,13 +214,16 @@ class Agent:
             ]
         )[0]
 
-    def memorize_many(self, items: Iterable[Mapping[str, Any]]) -> list[Memorized]:
+    def memorize_many(
+        self, items: Iterable[Mapping[str, Any]], *, by: Actor = Actor.AGENT
+    ) -> list[Memorized]:
         """Bulk write, e.g. importing history: one result per item, in order.
 
         Each item takes ``memorize``'s arguments, plus an optional ``created_at`` (an ISO date or
         datetime: when the remembered thing happened, for memories of past events). Every item is
         validated before anything is written, and all are written in one transaction, deduplicated
-        against the archive and against each other.
+        against the archive and against each other. ``by``: who wrote them, as history records it
+        (an interface acting for a person passes ``Actor.PERSON``).
         """
         memories = []
         for item in items:
@@ -240,7 +243,7 @@ class Agent:
                     created_at=_created_at(created_at),
                 )
             )
-        return self._services.archive.memorize_many(memories)
+        return self._services.archive.memorize_many(memories, by=by)
 
     def update_memory(
         self,

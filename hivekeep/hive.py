@@ -316,6 +316,28 @@ class Hive:
                 maintained.append(outcome)
         return Resumed(bootstrap, tuple(maintained))
 
+    def set_llm_credentials(
+        self, provider: str, *, api_key: str | None = None, base_url: str | None = None
+    ) -> None:
+        """Use this API key and/or base URL for ``provider``'s models in this process only: never
+        stored in the hive, exported or logged (a server's Settings page sets them). Both None
+        forgets them."""
+        self._services.llms.set_credentials(provider, api_key=api_key, base_url=base_url)
+
+    def llm_credentials(self) -> dict[str, dict[str, str | bool | None]]:
+        """The credentials set in this process per provider: ``api_key_set`` and ``base_url``."""
+        return self._services.llms.credentials()
+
+    def llm_status(self) -> tuple[str | None, str | None]:
+        """The hive's chat model (spec or model id, None without one) and why it cannot be used
+        (e.g. its API key is missing), or None when it can."""
+        return self._services.llms.default_status()
+
+    def check_llm(self, spec: str) -> str:
+        """The model id a ``provider:model`` spec gives here (with the credentials set in this
+        process); ValidationError when it cannot work."""
+        return self._services.llms.build(spec).model_id
+
     # what interfaces show about the hive's set-up -----------------------------------------------
     @property
     def embedder(self) -> Embedder:
@@ -326,6 +348,11 @@ class Hive:
     def embedding_space(self) -> EmbeddingSpace:
         """The embedder's model id and dimension, as the hive records them."""
         return self._services.embeddings.space
+
+    def data_version(self) -> int | None:
+        """Changes when another process writes to the hive (``Store.data_version``); None on
+        PostgreSQL. A server polls it to tell its pages about CLI writes."""
+        return self.store.data_version()
 
     @property
     def llm_configured(self) -> bool:

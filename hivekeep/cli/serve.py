@@ -95,7 +95,7 @@ def serve(host: str, port: int, db: str) -> None:
         )
     # here, not at the top: other commands skip the web stack
     from hivekeep.server.auth import token_problem
-    from hivekeep.server.runner import run_server
+    from hivekeep.server.runner import model_note, run_server
 
     problem = token_problem(token) if token is not None else None
     if problem is None:
@@ -111,7 +111,12 @@ def serve(host: str, port: int, db: str) -> None:
             )
         url = _url(host, port)
         auth = f"bearer token from {TOKEN_ENV}" if token else "none (loopback only)"
-        click.echo(f"hivekeep: serving {hive.path} at {url} (docs: {url}/docs; auth: {auth})")
+        model, problem = model_note(hive)
+        click.echo(
+            f"hivekeep: serving {hive.path} at {url} (docs: {url}/docs; auth: {auth}; {model})"
+        )
+        if problem is not None:
+            click.echo(f"hivekeep: {problem}", err=True)
         if not is_loopback(host) and not hive.settings.allowed_hosts:
             click.echo(
                 "hivekeep: only loopback names and --host are answered; list the names clients "

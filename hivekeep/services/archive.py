@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule
 from hivekeep.core.text import clean_text, embedding_text, normalise_text
@@ -25,6 +25,7 @@ from hivekeep.store.base import (
     Vector,
     _Keep,
 )
+from hivekeep.store.rows import first_version
 from hivekeep.types import Actor
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class ArchiveService:
         *,
         batch_size: int = 256,
         vectors: Sequence[Vector | None] | None = None,
+        by: Actor = Actor.AGENT,
     ) -> list[Memorized]:
         """The one write path: embed in batches, then dedup and insert all in one transaction.
 
@@ -81,7 +83,9 @@ class ArchiveService:
         text at once, backfilled later) rather than lost. ``vectors`` (import): one per memory,
         already made by this hive's model (``embed``, or an export's own), None to store that
         memory pending; nothing is embedded here then. Events are sent as each memory is stored,
-        or, inside ``EventBus.deferred``, when the caller's transaction has committed.
+        or, inside ``EventBus.deferred``, when the caller's transaction has committed. ``by``:
+        who wrote them; another than the agent (a person typing into a UI) is recorded as the
+        first version, in the same transaction, so history does not say "create by agent".
         """
         memories = [_cleaned(m) for m in memories]  # control characters: see clean_text
         if vectors is None:
@@ -92,7 +96,15 @@ class ArchiveService:
             MemoryWrite(memory, vector, normalise_text(memory.content))
             for memory, vector in zip(memories, vectors, strict=True)
         ]
-        inserted = self.store.insert_memories(writes, dedup=self.dedup)
+        if by is Actor.AGENT:
+            inserted = self.store.insert_memories(writes, dedup=self.dedup)
+        else:
+            with self.store.transaction():
+                inserted = self.store.insert_memories(writes, dedup=self.dedup)
+                for result in inserted:
+                    if not result.duplicate:
+                        first = replace(first_version(result.memory), changed_by=by)
+                        self.store.put_memory_versions(result.memory.id, [first])
         for result in inserted:
             if not result.duplicate:
                 self._publish("memory:created", result.memory)

@@ -436,6 +436,12 @@ class Store(ConversationStore, Protocol):
         """Memories waiting for a vector."""
         ...
 
+    def data_version(self) -> int | None:
+        """A number that changes when another connection (another process: the CLI, a script)
+        commits to the hive, and not on this store's own writes; None where the backend cannot
+        tell (PostgreSQL)."""
+        ...
+
     def memories_with_vectors(
         self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
     ) -> list[tuple[MemoryRecord, npt.NDArray[np.float32] | None]]:

@@ -836,3 +836,23 @@ def test_own_filter_lists_only_the_viewers_memories(store: Store, agents: tuple[
     records, total = store.list_memories(alice, MemoryFilter(own=True), 10, 0)
     assert {r.id for r in records} == mine and total == 2
     assert store.list_memories(alice, NO_FILTER, 10, 0)[1] == 3  # bob's shared one is visible
+
+
+def test_data_version_moves_on_another_connections_commit_only(store: Store) -> None:
+    """What a server polls to push other processes' writes: SQLite's data_version moves when
+    another connection commits, not on the store's own writes; PostgreSQL relays events instead
+    and answers None."""
+    from hivekeep.store.sqlite import SQLiteStore
+
+    before = store.data_version()
+    if not isinstance(store, SQLiteStore):
+        assert before is None
+        return
+    store.create_agent("alice", "written by this store")
+    assert store.data_version() == before
+    other = SQLiteStore(store.path, vector_cache=False)
+    try:
+        other.create_agent("bob", "written by another connection")
+    finally:
+        other.close()
+    assert store.data_version() not in (None, before)
