@@ -47,6 +47,7 @@ class HistoryService:
         self.store = store
         self.archive = archive
         self.trash_days = trash_days
+        self.resumed: set[int] = set()  # purges cut short whose clean-up this service finished
 
     def history(self, agent_id: int, memory_id: int) -> list[MemoryVersion]:
         """Every kept version, newest first (the current state is first)."""
@@ -112,11 +113,25 @@ class HistoryService:
                 f"No memory with id {memory_id} belongs to this agent "
                 "(shared memories can only be purged by their author or a person)."
             )
-        self.store.purge_memory(memory_id)
+        self.purge(memory_id)
 
     def purge(self, memory_id: int) -> bool:
-        """Erase a memory for good, live or trashed, leaving no trace of its text."""
-        return self.store.purge_memory(memory_id)
+        """Erase a memory for good, live or trashed, leaving no trace of its text. True also for
+        a memory already erased by a purge cut short during its clean-up: this finishes it (or
+        the opening of the hive just did). False when there is nothing of it to purge."""
+        erased = self.store.erase_memory(memory_id)
+        cut_short = not erased and (
+            memory_id in self.resumed or memory_id in self.store.pending_scrubs()
+        )
+        self.finish_purges()
+        self.resumed.discard(memory_id)  # reported once: purging it again is a NotFound
+        return erased or cut_short
+
+    def finish_purges(self) -> list[int]:
+        """Finish the clean-up of every purge cut short (a crash, a kill during the scrub);
+        returns the ids of those this service has finished so far, here or earlier."""
+        self.resumed.update(self.store.finish_scrubs())
+        return sorted(self.resumed)
 
     def purge_expired(self) -> int:
         """Purge what has been in the trash longer than the retention period."""
