@@ -281,7 +281,7 @@ class Hive:
         An operator's action: it takes a memory id, not an agent. Purging again a memory whose
         purge was cut short during its clean-up finishes that clean-up instead of failing."""
         purged = self._services.history.purge(memory_id)
-        self._check_scrubbed()
+        self._refuse_pending([memory_id])
         if not purged:
             raise NotFound(f"No memory with id {memory_id}, live or in the trash.")
 
@@ -290,11 +290,12 @@ class Hive:
         --resume``; opening the hive does it too). Returns the ids of the purges this hive has
         finished, here or when it opened; raises StoreError if one still could not finish."""
         finished = self._services.history.finish_purges()
-        self._check_scrubbed()
+        self._refuse_pending(None)
         return finished
 
-    def _check_scrubbed(self) -> None:
-        pending = self.store.pending_scrubs()
+    def _refuse_pending(self, ids: list[int] | None) -> None:
+        """StoreError when a scrub of ``ids`` (None: any) is still pending after finishing."""
+        pending = [i for i in self.store.pending_scrubs() if ids is None or i in ids]
         if pending:
             raise StoreError(
                 f"Memories {', '.join(map(str, pending))} are erased, but the clean-up of the "
