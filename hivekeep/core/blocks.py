@@ -23,7 +23,9 @@ DATA_TAG = "data"  # the fence around untrusted text (``fence_untrusted``)
 # Every block tag a hivekeep prompt or reply uses: untrusted text may open or close none of them.
 PROMPT_TAGS = (DATA_TAG, "profile", "archive", "conversation", "summary", "summaries", "memories")
 # A markdown heading line (the profile parser reads "## " lines as sections); group 1 is its indent.
-_HEADING = re.compile(r"^([ \t]*)(?=#{1,6}(?:[ \t]|$))", re.MULTILINE)
+# A line starts after "\n" and after any other character a model may take for a line break.
+_BREAK = r"[\r\v\f\x1c-\x1e\x85\u2028\u2029]"
+_HEADING = re.compile(rf"(?:^|(?<={_BREAK}))([ \t]*)(?=#{{1,6}}(?:[ \t]|$|{_BREAK}))", re.MULTILINE)
 
 
 @cache
