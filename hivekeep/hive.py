@@ -297,10 +297,11 @@ class Hive:
         """StoreError when a scrub of ``ids`` (None: any) is still pending after finishing."""
         pending = [i for i in self.store.pending_scrubs() if ids is None or i in ids]
         if pending:
+            which = "Memory" if len(pending) == 1 else "Memories"
             raise StoreError(
-                f"Memories {', '.join(map(str, pending))} are erased, but the clean-up of the "
-                "file could not complete (another connection is reading it); their text may "
-                "still be in the file. Run `hivekeep purge --resume` when the hive is idle."
+                f"{which} {', '.join(map(str, pending))} erased, but the clean-up of the file "
+                "could not complete (another connection is reading it): the text may still be "
+                "in the file. Run `hivekeep purge --resume` when the hive is idle."
             )
 
     # models and upkeep --------------------------------------------------------------------------

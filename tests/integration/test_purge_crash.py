@@ -15,9 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+import apsw
 import pytest
 
-from hivekeep import Hive, NotFound, Settings
+from hivekeep import Hive, NotFound, Settings, StoreError
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.store.sqlite.history import CRASH_ENV, PURGE_STEPS
 
@@ -163,4 +164,22 @@ def test_a_purge_killed_at_any_moment_leaves_no_text_after_the_next_open(
         if memory_id in trashed:  # killed before its erase committed: the text is rightly there
             assert leaked(db_path)
             hive.purge(memory_id)  # and the purge simply runs again
+    assert not leaked(db_path)
+
+
+def test_a_scrub_blocked_by_a_reader_is_an_error_and_stays_pending(
+    db_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    memory_id = make_hive(db_path, local_embedder)
+    with Hive(db_path, embedder=local_embedder, settings=Settings()) as hive:
+        hive.store._conn.set_busy_timeout(100)  # type: ignore[attr-defined]  # not 10 s
+        reader = apsw.Connection(str(db_path))
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM memories").fetchall()  # holds its snapshot
+        with pytest.raises(StoreError, match=rf"Memory {memory_id} erased, but the clean-up"):
+            hive.purge(memory_id)
+        assert hive.store.pending_scrubs() == [memory_id] and leaked(db_path)
+        reader.execute("COMMIT")
+        reader.close()
+        assert hive.finish_purges() == [memory_id]
     assert not leaked(db_path)
