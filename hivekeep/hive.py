@@ -280,9 +280,7 @@ class Hive:
         file or its WAL (docs/memory.md, "Purge"). Raises NotFound when there is no such memory.
         An operator's action: it takes a memory id, not an agent. Purging again a memory whose
         purge was cut short during its clean-up finishes that clean-up instead of failing."""
-        purged = self._services.history.purge(memory_id)
-        self._refuse_pending([memory_id])
-        if not purged:
+        if not self._services.history.purge(memory_id):
             raise NotFound(f"No memory with id {memory_id}, live or in the trash.")
 
     def finish_purges(self) -> list[int]:
@@ -290,19 +288,8 @@ class Hive:
         --resume``; opening the hive does it too). Returns the ids of the purges this hive has
         finished, here or when it opened; raises StoreError if one still could not finish."""
         finished = self._services.history.finish_purges()
-        self._refuse_pending(None)
+        self._services.history.check_scrubbed()
         return finished
-
-    def _refuse_pending(self, ids: list[int] | None) -> None:
-        """StoreError when a scrub of ``ids`` (None: any) is still pending after finishing."""
-        pending = [i for i in self.store.pending_scrubs() if ids is None or i in ids]
-        if pending:
-            which = "Memory" if len(pending) == 1 else "Memories"
-            raise StoreError(
-                f"{which} {', '.join(map(str, pending))} erased, but the clean-up of the file "
-                "could not complete (another connection is reading it): the text may still be "
-                "in the file. Run `hivekeep purge --resume` when the hive is idle."
-            )
 
     # models and upkeep --------------------------------------------------------------------------
     def set_agent_llm(self, key: int | str, llm: LLM | str | None) -> None:

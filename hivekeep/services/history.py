@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from hivekeep.core.text import format_timestamp
-from hivekeep.errors import NotFound
+from hivekeep.errors import NotFound, StoreError
 from hivekeep.services.archive import ArchiveService
 from hivekeep.store.base import (
     KEEP,
@@ -118,13 +118,15 @@ class HistoryService:
     def purge(self, memory_id: int) -> bool:
         """Erase a memory for good, live or trashed, leaving no trace of its text. True also for
         a memory already erased by a purge cut short during its clean-up: this finishes it (or
-        the opening of the hive just did). False when there is nothing of it to purge."""
+        the opening of the hive just did). False when there is nothing of it to purge;
+        StoreError when its scrub could not complete (``check_scrubbed``)."""
         erased = self.store.erase_memory(memory_id)
         cut_short = not erased and (
             memory_id in self.resumed or memory_id in self.store.pending_scrubs()
         )
         self.finish_purges()
         self.resumed.discard(memory_id)  # reported once: purging it again is a NotFound
+        self.check_scrubbed([memory_id])
         return erased or cut_short
 
     def finish_purges(self) -> list[int]:
@@ -132,6 +134,19 @@ class HistoryService:
         returns the ids of those this service has finished so far, here or earlier."""
         self.resumed.update(self.store.finish_scrubs())
         return sorted(self.resumed)
+
+    def check_scrubbed(self, ids: list[int] | None = None) -> None:
+        """StoreError when the scrub of a purge of ``ids`` (None: of any) is still pending: the
+        memory is erased, but its text may still be in the file (SQLite: a reader kept the WAL
+        from being truncated); the next open or ``hivekeep purge --resume`` finishes it."""
+        pending = [i for i in self.store.pending_scrubs() if ids is None or i in ids]
+        if pending:
+            which = "Memory" if len(pending) == 1 else "Memories"
+            raise StoreError(
+                f"{which} {', '.join(map(str, pending))} erased, but the clean-up of the file "
+                "could not complete (another connection is reading it): the text may still be "
+                "in the file. Run `hivekeep purge --resume` when the hive is idle."
+            )
 
     def purge_expired(self) -> int:
         """Purge what has been in the trash longer than the retention period."""

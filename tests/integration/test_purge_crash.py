@@ -167,8 +167,9 @@ def test_a_purge_killed_at_any_moment_leaves_no_text_after_the_next_open(
     assert not leaked(db_path)
 
 
+@pytest.mark.parametrize("by", ["hive", "agent"])
 def test_a_scrub_blocked_by_a_reader_is_an_error_and_stays_pending(
-    db_path: Path, local_embedder: LocalEmbedder
+    by: str, db_path: Path, local_embedder: LocalEmbedder
 ) -> None:
     memory_id = make_hive(db_path, local_embedder)
     with Hive(db_path, embedder=local_embedder, settings=Settings()) as hive:
@@ -177,7 +178,7 @@ def test_a_scrub_blocked_by_a_reader_is_an_error_and_stays_pending(
         reader.execute("BEGIN")
         reader.execute("SELECT count(*) FROM memories").fetchall()  # holds its snapshot
         with pytest.raises(StoreError, match=rf"Memory {memory_id} erased, but the clean-up"):
-            hive.purge(memory_id)
+            (hive if by == "hive" else hive.get_agent("alice")).purge(memory_id)
         assert hive.store.pending_scrubs() == [memory_id] and leaked(db_path)
         reader.execute("COMMIT")
         reader.close()
