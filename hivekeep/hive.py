@@ -132,6 +132,7 @@ class Hive:
             from hivekeep.store.postgres.relay import EventRelay
 
             self._relay = EventRelay(target, self.events)
+        self._services.history.finish_purges()  # purges cut short (docs/memory.md, "Purge")
         self._services.history.purge_expired()  # the trash's retention period
         if not switch_embedder and self.store.count_pending():
             self._services.archive.backfill(
@@ -277,9 +278,18 @@ class Hive:
         """Erase a memory for good, whoever wrote it, live or in the trash: its rows, full-text
         and vector entries and its whole history, leaving no trace of its text in the SQLite
         file or its WAL (docs/memory.md, "Purge"). Raises NotFound when there is no such memory.
-        An operator's action: it takes a memory id, not an agent."""
+        An operator's action: it takes a memory id, not an agent. Purging again a memory whose
+        purge was cut short during its clean-up finishes that clean-up instead of failing."""
         if not self._services.history.purge(memory_id):
             raise NotFound(f"No memory with id {memory_id}, live or in the trash.")
+
+    def finish_purges(self) -> list[int]:
+        """Finish the clean-up of every purge cut short by a crash or a kill (``hivekeep purge
+        --resume``; opening the hive does it too). Returns the ids of the purges this hive has
+        finished, here or when it opened; raises StoreError if one still could not finish."""
+        finished = self._services.history.finish_purges()
+        self._services.history.check_scrubbed()
+        return finished
 
     # models and upkeep --------------------------------------------------------------------------
     def set_agent_llm(self, key: int | str, llm: LLM | str | None) -> None:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hivekeep.core.blocks import contains_tag, extract_block, neutralise
+from hivekeep.core.blocks import PROMPT_TAGS, contains_tag, extract_block, neutralise
 from hivekeep.core.routing import KNOW_VS_HAPPENED, RECALL_FIRST, ROUTING_RULE
 from hivekeep.errors import BudgetError, ValidationError
 
@@ -283,7 +283,7 @@ def system_prompt_block(profile_text: str) -> str:
     """
     profile = profile_text.replace("\r\n", "\n").strip()
     if profile:
-        profile = neutralise(profile, ["profile"])
+        profile = neutralise(profile, PROMPT_TAGS)
         shown = (
             "Your profile: what you know that should shape most conversations. Keep it current "
             f"with edit_profile.\n<profile>\n{profile}\n</profile>"

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from hivekeep.core.limits import check_live_fields
 from hivekeep.core.text import format_timestamp
-from hivekeep.errors import ConflictError, NotFound, ValidationError
+from hivekeep.errors import ConflictError, NotFound, StoreError, ValidationError
 from hivekeep.services.archive import ArchiveService
 from hivekeep.store.base import (
     KEEP,
@@ -48,6 +48,7 @@ class HistoryService:
         self.store = store
         self.archive = archive
         self.trash_days = trash_days
+        self.resumed: set[int] = set()  # purges cut short whose clean-up this service finished
 
     def history(self, agent_id: int, memory_id: int) -> list[MemoryVersion]:
         """Every kept version, newest first (the current state is first)."""
@@ -154,11 +155,40 @@ class HistoryService:
                 f"No memory with id {memory_id} belongs to this agent "
                 "(shared memories can only be purged by their author or a person)."
             )
-        self.store.purge_memory(memory_id)
+        self.purge(memory_id)
 
     def purge(self, memory_id: int) -> bool:
-        """Erase a memory for good, live or trashed, leaving no trace of its text."""
-        return self.store.purge_memory(memory_id)
+        """Erase a memory for good, live or trashed, leaving no trace of its text. True also for
+        a memory already erased by a purge cut short during its clean-up: this finishes it (or
+        the opening of the hive just did). False when there is nothing of it to purge;
+        StoreError when its scrub could not complete (``check_scrubbed``)."""
+        erased = self.store.erase_memory(memory_id)
+        cut_short = not erased and (
+            memory_id in self.resumed or memory_id in self.store.pending_scrubs()
+        )
+        self.finish_purges()
+        self.resumed.discard(memory_id)  # reported once: purging it again is a NotFound
+        self.check_scrubbed([memory_id])
+        return erased or cut_short
+
+    def finish_purges(self) -> list[int]:
+        """Finish the clean-up of every purge cut short (a crash, a kill during the scrub);
+        returns the ids of those this service has finished so far, here or earlier."""
+        self.resumed.update(self.store.finish_scrubs())
+        return sorted(self.resumed)
+
+    def check_scrubbed(self, ids: list[int] | None = None) -> None:
+        """StoreError when the scrub of a purge of ``ids`` (None: of any) is still pending: the
+        memory is erased, but its text may still be in the file (SQLite: a reader kept the WAL
+        from being truncated); the next open or ``hivekeep purge --resume`` finishes it."""
+        pending = [i for i in self.store.pending_scrubs() if ids is None or i in ids]
+        if pending:
+            which = "Memory" if len(pending) == 1 else "Memories"
+            raise StoreError(
+                f"{which} {', '.join(map(str, pending))} erased, but the clean-up of the file "
+                "could not complete (another connection is reading it): the text may still be "
+                "in the file. Run `hivekeep purge --resume` when the hive is idle."
+            )
 
     def purge_expired(self) -> int:
         """Purge what has been in the trash longer than the retention period."""

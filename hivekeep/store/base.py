@@ -346,14 +346,26 @@ class Store(ConversationStore, Protocol):
         restore from the trash. Raises NotFound otherwise."""
         ...
 
-    def purge_memory(self, memory_id: int) -> bool:
-        """Erase a memory, live or trashed, with its history, full-text and vector rows, leaving
-        no trace of its text in the database files the backend controls (see docs/memory.md).
-        False when there was nothing to erase. An operator's action: no visibility check."""
+    def erase_memory(self, memory_id: int) -> bool:
+        """The first half of a purge: delete a memory, live or trashed, with its history,
+        full-text and vector rows, and record a pending scrub of it, in one transaction. False
+        when there was nothing to erase. An operator's action: no visibility check."""
+        ...
+
+    def finish_scrubs(self) -> list[int]:
+        """The second half: remove every trace of the erased text from the database files the
+        backend controls (docs/memory.md, "Purge"), then clear the pending records it covered;
+        returns their memory ids. A record stays, for the next call, until its scrub completed:
+        a purge cut short (a crash, a kill) is finished by the next one."""
+        ...
+
+    def pending_scrubs(self) -> list[int]:
+        """The memory ids erased by a purge whose scrub has not completed yet."""
         ...
 
     def purge_trash(self, deleted_before: str) -> int:
-        """Purge every memory trashed before the timestamp (retention); returns the count."""
+        """Purge (erase, then scrub) every memory trashed before the timestamp (retention);
+        returns the count."""
         ...
 
     # history carried by an export (``export --history``) and put back by an import ------------

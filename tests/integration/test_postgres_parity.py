@@ -21,7 +21,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from hivekeep import Hive, Settings, StoreError
+from hivekeep import Hive, NotFound, Settings, StoreError
 from hivekeep.core import fts_query
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.store.base import EmbeddingSpace, MemoryFilter, MemoryWrite, NewMemory, Store
@@ -65,6 +65,21 @@ def test_a_postgresql_url_opens_a_postgres_hive(db_path: str, table: VectorTable
         assert [m.content for m in again.get_agent("alice").list_memories().memories] == [
             "Tea over coffee"
         ]
+
+
+def test_a_purge_cut_short_is_finished_when_the_hive_opens_again(
+    db_path: str, table: VectorTable
+) -> None:
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        memory = hive.create_agent("alice").memorize("My pin is 4412", category="fact").memory
+        assert hive.store.erase_memory(memory.id)  # the purge's erase, then the process dies
+        assert hive.store.pending_scrubs() == [memory.id]
+    with Hive(db_path, embedder=table, settings=Settings()) as again:  # opening finishes it
+        assert again.store.pending_scrubs() == []
+        assert again.finish_purges() == [memory.id]
+        again.purge(memory.id)  # purging it again says it is done, once
+        with pytest.raises(NotFound):
+            again.purge(memory.id)
 
 
 def test_hivekeep_db_may_name_a_postgresql_url(
