@@ -345,7 +345,9 @@ class Agent:
     def edit_profile(
         self, section: str, operation: str, content: str, *, pin: bool = False
     ) -> ProfileRecord:
-        """append / replace_section / remove_line on one section, under the token budget."""
+        """append / replace_section / remove_line on one section, under the token budget. An
+        edit that would leave the text as it is (appending lines the section already holds)
+        writes nothing: the result has ``unchanged=True``."""
         args = tools.validate(
             "edit_profile", section=section, operation=operation, content=content, pin=pin
         )

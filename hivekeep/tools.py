@@ -208,7 +208,15 @@ def _edit_profile(agent: ToolAgent, args: EditProfileArgs) -> dict[str, Any]:
         "profile": profile.text,
         "tokens": profile.tokens,
         "budget": agent.profile_budget,
+        "unchanged": profile.unchanged,
+        **({"note": _unchanged_note(args.operation)} if profile.unchanged else {}),
     }
+
+
+def _unchanged_note(operation: str) -> str:
+    if operation == "append":
+        return "The section already holds these lines; nothing was added."
+    return "The section already reads exactly like this; nothing was changed."
 
 
 def _update_memory(agent: ToolAgent, args: UpdateMemoryArgs) -> dict[str, Any]:

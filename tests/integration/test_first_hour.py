@@ -123,9 +123,27 @@ def readme_python_snippet() -> str:
     return match.group(1)
 
 
+def quick_start_state(db: Path) -> tuple[list[str], str, int, int, int]:
+    """What a rerun must leave as it was: agents, the profile (text, revision, versions kept)
+    and the number of memories."""
+    with Hive(db, settings=Settings()) as hive:
+        agent = hive.agent("assistant")
+        profile = agent.profile()
+        return (
+            [a.name for a in hive.agents()],
+            profile.text,
+            profile.revision,
+            len(agent.profile_history()),
+            agent.list_memories().total,
+        )
+
+
 def test_the_readme_python_quick_start_runs_twice(tmp_path: Path) -> None:
+    """The quick start says reruns work: the second run leaves the hive exactly as the first
+    did (the memory is a duplicate, the appended profile line is already there)."""
     snippet = readme_python_snippet()
-    assert "hive.agent(" in snippet
+    assert "hive.agent(" in snippet and '"append"' in snippet
+    states = []
     for _ in range(2):
         proc = subprocess.run(
             [sys.executable, "-c", snippet],
@@ -137,8 +155,10 @@ def test_the_readme_python_quick_start_runs_twice(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr
         assert "Lisbon" in proc.stdout
-    with Hive(tmp_path / "memory.db", settings=Settings()) as hive:
-        assert [a.name for a in hive.agents()] == ["assistant"]
+        states.append(quick_start_state(tmp_path / "memory.db"))
+    assert states[0][0] == ["assistant"] and states[0][4] == 1
+    assert states[0][1] == "## User\n- Lives in Lisbon; prefers short answers\n"
+    assert states[1] == states[0]
 
 
 def test_hive_agent_gets_or_creates_and_keeps_an_existing_role(
