@@ -494,10 +494,13 @@ class Agent:
         compaction: Mapping[str, Any] | None = None,
         compacting_model: str | _Keep | None = KEEP,
         extraction_model: str | _Keep | None = KEEP,
+        context_window: int | _Keep | None = KEEP,
     ) -> AgentSettings:
         """Set this agent's model specs and/or compaction overrides (``{}`` clears them; None
         returns a model to the hive's). ``compacting_model`` writes the summaries,
-        ``extraction_model`` runs maintenance, bootstrap and regenerate.
+        ``extraction_model`` runs maintenance, bootstrap and regenerate. ``context_window``:
+        the window in tokens of its chat model, for a model hivekeep does not know (None: back
+        to ``HIVEKEEP_CONTEXT_WINDOW``, else the known window); it sets when compaction starts.
 
         >>> agent.configure(compacting_model="ollama:llama3.1")  # doctest: +SKIP
         """
@@ -507,6 +510,7 @@ class Agent:
             compaction=compaction,
             compacting_model=compacting_model,
             extraction_model=extraction_model,
+            context_window=context_window,
         )
 
     def settings(self) -> AgentSettings:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from hivekeep.config import Settings
+from hivekeep.config import CLI_AGENT, Settings
 from hivekeep.core.text import safe_for_terminal
 from hivekeep.errors import AgentNotFound, BudgetError, HivekeepError
 from hivekeep.store.target import is_postgres_url
@@ -127,7 +127,7 @@ def agent_option(command: F) -> F:
     return click.option(
         "--agent",
         "agent_key",
-        envvar="HIVEKEEP_AGENT",
+        envvar=CLI_AGENT.env,
         required=True,
         show_envvar=True,
         metavar="NAME",

@@ -39,7 +39,7 @@ class LLMResolver:
         self.settings = settings
         self._default = default if default is not None else settings.llm
         self._per_agent: dict[int, LLM] = {}
-        self._built: dict[str, LLM] = {}
+        self._built: dict[tuple[str, int | None], LLM] = {}
         self._lock = threading.Lock()
 
     @property
@@ -68,12 +68,15 @@ class LLMResolver:
         override = self._per_agent.get(agent_id)
         if override is not None:
             return override
-        spec = self.store.get_agent_settings(agent_id).model
-        if spec:
-            return self._build(spec)
+        mine = self.store.get_agent_settings(agent_id)
+        window = mine.context_window or self.settings.context_window
+        if mine.model:
+            return self._build(mine.model, window)
         if self._default is None:
             raise LLMNotConfigured(NO_LLM.format(what=what))
-        return self._default if not isinstance(self._default, str) else self._build(self._default)
+        if isinstance(self._default, str):
+            return self._build(self._default, window)
+        return self._default  # an object made in Python: its own window
 
     def for_purpose(self, agent_id: int, purpose: Purpose, *, what: str | None = None) -> LLM:
         """The model for ``purpose``; without one, LLMNotConfigured says ``what`` needs it."""
@@ -85,11 +88,14 @@ class LLMResolver:
                 "maintenance": mine.extraction_model or self.settings.extraction_model,
             }[purpose]
         if special:
-            return self._build(special)
+            return self._build(special, self.settings.context_window)
         return self.chat_model(agent_id, what=what or purpose)
 
-    def _build(self, spec: str) -> LLM:
+    def _build(self, spec: str, window: int | None) -> LLM:
+        """The model ``spec`` names, with ``window`` (None: the model's known window), made once
+        per spec and window."""
+        key = (spec, window)
         with self._lock:
-            if spec not in self._built:
-                self._built[spec] = create_llm(spec)
-            return self._built[spec]
+            if key not in self._built:
+                self._built[key] = create_llm(spec, context_window=window)
+            return self._built[key]
