@@ -19,6 +19,7 @@ from hivekeep.errors import (
     NotFound,
     StoreError,
     ValidationError,
+    install_extra,
 )
 from hivekeep.providers.base import Embedder
 from hivekeep.providers.embeddings.registry import create_embedder
@@ -66,7 +67,7 @@ def _postgres_store(url: str, history_limit: int) -> Store:
             raise
         raise StoreError(
             f"A PostgreSQL hive needs the PostgreSQL driver ({exc.name} is not installed). "
-            "Install it with: pip install 'hivekeep[postgres]'."
+            f"Install it with: {install_extra('postgres')}."
         ) from exc
     return PostgresStore(url, history_limit=history_limit)
 

@@ -156,12 +156,19 @@ def echo(text: str = "", **options: Any) -> None:
     click.echo(safe_for_terminal(text), **options)
 
 
-def _missing_file(db: str) -> Path | None:
+def missing_hive_file(db: str) -> Path | None:
     """The SQLite file ``db`` names when it does not exist yet (None: it exists, or a URL)."""
     if is_postgres_url(db) or db == ":memory:":
         return None
     path = Path(db).expanduser()
     return None if path.exists() else path
+
+
+def hive_location(db: str) -> str:
+    """Where a hive is, as messages name it: a file by its absolute path, a URL as it is."""
+    if is_postgres_url(db) or db == ":memory:":
+        return db
+    return str(Path(db).expanduser().resolve())
 
 
 def _holds_anything(hive: Hive) -> bool:
@@ -184,7 +191,7 @@ def open_hive(db: str, *, create: bool = False, **options: Any) -> Iterator[Hive
     --create) may start a new hive file, and one that fails leaves none behind; the others refuse
     a missing file, so a mistyped ``--db`` never leaves an empty hive lying around.
     """
-    missing = _missing_file(db)
+    missing = missing_hive_file(db)
     if missing is not None and not create:
         raise click.ClickException(
             f"no hive at {missing}: check --db (or HIVEKEEP_DB), or start one with "

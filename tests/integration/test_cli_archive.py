@@ -175,3 +175,10 @@ def test_every_new_command_is_listed_by_help() -> None:
     listed = run(["--help"]).stdout
     for name in ("memories", "update", "forget"):
         assert f"  {name} " in listed
+
+
+def test_history_of_an_unknown_id_says_it_is_neither_live_nor_in_the_trash(hk: Hivekeep) -> None:
+    unknown = hk("history --agent assistant 99", code=1).stderr
+    assert unknown == "Error: No memory with id 99 is visible to this agent or in its trash.\n"
+    hk("forget --agent assistant 5")
+    assert hk.json("history --agent assistant 5")[0]["operation"] == "forget"  # the trash's

@@ -401,3 +401,34 @@ def test_bench_measures_a_small_hive_without_writing_to_it(
     assert figures["writes"]["per_second"] > 0 and figures["query_embedding"]["n"] == 5
     with Hive(db, embedder=local_embedder, settings=Settings()) as hive:
         assert hive.get_agent("ann").list_memories().total == before
+
+
+def serve_start_line(cwd: Path, *args: str) -> str:
+    """The first line ``hivekeep serve`` prints, started in ``cwd`` on a free port, then stopped."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEKEEP_")}
+    server = subprocess.Popen(
+        [*HIVEKEEP, "serve", "--port", str(port), *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**env, "PYTHONPATH": str(ROOT)},
+    )
+    assert server.stdout is not None
+    with server.stdout:
+        try:
+            return server.stdout.readline().strip()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_serve_names_a_new_empty_hive_and_its_absolute_path(tmp_path: Path) -> None:
+    first = serve_start_line(tmp_path)
+    assert first.startswith(f"hivekeep: serving a new, empty hive at {tmp_path / 'hivekeep.db'} ")
+    again = serve_start_line(tmp_path, "--db", "hivekeep.db")
+    assert again.startswith(f"hivekeep: serving {tmp_path / 'hivekeep.db'} at http://127.0.0.1:")
