@@ -212,7 +212,9 @@ class Settings:
         "The agents' chat model, `provider:model`: `openai:gpt-4o-mini` (+ `OPENAI_API_KEY`), "
         "`anthropic:claude-haiku-4-5` (+ `ANTHROPIC_API_KEY`), `ollama:llama3.1`, "
         "`openrouter:…`, `groq:…`, `vllm:…`, `lmstudio:…`. Needed by chat, compaction, "
-        "regenerate and `review_memories`; the other tools work without it.",
+        "regenerate and `review_memories`; the other tools work without it. The SDKs are extras: "
+        "`pip install '.[openai]'` (`openai:` and the OpenAI-compatible ones, Ollama's too) or "
+        "`'.[anthropic]'`.",
     )
     extraction_model: str | None = _setting(
         "MEMORY_EXTRACTION_MODEL",
