@@ -136,8 +136,8 @@ def apply_edit(text: str, section: str, operation: str, content: str, pin: bool 
     and dropping one leading ``- ``/``* `` bullet on both sides, case-sensitively, removes every
     line that matches, and accepts several lines (one per line of ``content``; all must match or
     nothing is removed). A section left empty by ``remove_line`` keeps its heading. An
-    ``append`` whose every line the section already holds (compared as ``remove_line`` compares
-    them) returns ``text`` as it is, so a rerun script or a repeating model adds nothing twice.
+    ``append`` whose every line the section already holds (``_holds``) returns ``text`` as it
+    is, so a rerun script or a repeating model adds nothing twice.
     """
     if operation not in OPERATIONS:
         raise ValidationError(
@@ -443,9 +443,15 @@ def _norm(line: str) -> str:
 
 
 def _holds(lines: list[str], new: list[str]) -> bool:
-    """Whether every non-blank line of ``new`` is already among ``lines`` (as ``_norm`` sees)."""
-    held = {_norm(line) for line in lines}
-    return all(_norm(line) in held for line in new if line.strip())
+    """Whether every non-blank line of ``new`` is already among ``lines``: compared as
+    ``remove_line`` compares, and also ignoring case and runs of spaces (a repeat in other
+    capitals is the same fact, not a line to add)."""
+    held = {_same(line) for line in lines}
+    return all(_same(line) in held for line in new if line.strip())
+
+
+def _same(line: str) -> str:
+    return " ".join(_norm(line).split()).casefold()
 
 
 def _remove_lines(section: Section, content: str) -> str:

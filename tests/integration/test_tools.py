@@ -134,21 +134,22 @@ def test_edit_profile_result_and_budget_error(db_path: Path, table: VectorTable)
 def test_appending_a_line_the_section_holds_is_a_reported_no_op(
     db_path: Path, table: VectorTable
 ) -> None:
-    """No new revision, no version, no event; compared trimmed, bullet-blind, case-sensitive."""
+    """No new revision, no version, no event; compared trimmed, bullet-, case- and
+    space-blind."""
     append = {"section": "User", "operation": "append", "content": "Prefers short answers"}
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
         agent = hive.create_agent("alice")
         first = agent.call_tool("edit_profile", append)
         assert first["unchanged"] is False and "note" not in first
-        other_case = agent.call_tool("edit_profile", {**append, "content": "prefers short answers"})
-        assert other_case["unchanged"] is False  # another case is another line
+        more = agent.call_tool("edit_profile", {**append, "content": "Prefers short answers!"})
+        assert more["unchanged"] is False  # another line
         revision, versions = agent.profile().revision, len(agent.profile_history())
         seen: list[str] = []
         hive.events.subscribe(lambda event: seen.append(event.type))
         for arguments in (
             append,
-            {**append, "section": "user", "content": "  * Prefers short answers  "},
-            {**append, "content": "Prefers short answers\n\nprefers short answers"},
+            {**append, "section": "user", "content": "  * prefers  SHORT answers  "},
+            {**append, "content": "Prefers short answers\n\nprefers short answers!"},
             {**append, "operation": "replace_section", "content": agent.profile_text()[8:]},
         ):
             same = agent.call_tool("edit_profile", arguments)

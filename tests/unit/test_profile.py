@@ -267,18 +267,16 @@ def test_append_to_a_document_with_only_a_preamble() -> None:
 
 
 def test_appending_lines_the_section_already_holds_changes_nothing() -> None:
-    """Compared as remove_line compares: trimmed, one leading bullet ignored, case-sensitive."""
+    """Trimmed, one leading bullet ignored (as remove_line compares), case and runs of spaces
+    ignored too."""
     assert apply_edit(DOC, "Preferences", "append", "Likes tea") is DOC
-    assert (
-        apply_edit(DOC, "preferences", "append", "  * Likes tea \n\n- Dislikes meetings before 10")
-        is DOC
-    )
-    assert apply_edit(DOC, "Projects", "append", "Working on the hivekeep release.") is DOC
-    assert (
-        apply_edit(DOC, "Projects", "append", "Working on the hivekeep release.", pin=True) != DOC
-    )
-    changed = apply_edit(DOC, "Preferences", "append", "likes tea")  # another case: a new line
-    assert changed.count("ikes tea") == 2
+    both = "  * likes  TEA \n\n- Dislikes meetings before 10"
+    assert apply_edit(DOC, "preferences", "append", both) is DOC
+    project = "Working on the hivekeep release."
+    assert apply_edit(DOC, "Projects", "append", project) is DOC
+    assert apply_edit(DOC, "Projects", "append", project, pin=True) != DOC  # another section
+    changed = apply_edit(DOC, "Preferences", "append", "Likes tea a lot")
+    assert changed.count("Likes tea") == 2
 
 
 def test_an_append_with_one_new_line_appends_all_its_lines_as_written() -> None:
