@@ -286,8 +286,8 @@ def test_over_budget_speaks_to_people_over_rest_and_to_models_in_the_tool(
     assert api.put("/api/agents/ann/profile", json={"text": "## User\n" + line * 90}).is_success
     tool = api.post(
         "/api/agents/ann/tools/edit_profile",
-        json={"section": "User", "operation": "append", "content": line * 90},
-    ).json()["error"]
+        json={"section": "User", "operation": "append", "content": line.replace("Ann", "Bo") * 90},
+    ).json()["error"]  # lines the section does not hold yet (a repeat would be a no-op)
     assert tool["code"] == "tool_error"
     assert "remove_line" in tool["message"]
 
