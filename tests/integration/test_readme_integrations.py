@@ -72,11 +72,13 @@ def local_server_settings(server: WireServer) -> dict[str, str]:
     section = readme[readme.index("### OpenAI Agents SDK") : readme.index("### Anthropic")]
     block = re.search(r"```sh\n(.+?)\n```", section, re.DOTALL)
     assert block, "the Agents SDK section says what to set for a local server"
-    settings = {}
+    settings: dict[str, str] = {}
     for line in block.group(1).splitlines():
         words = line.split("#", 1)[0].split()
         assert words[0] == "export", line
-        settings.update(word.split("=", 1) for word in words[1:])
+        for word in words[1:]:
+            name, _, value = word.partition("=")
+            settings[name] = value
     assert settings["OPENAI_BASE_URL"].startswith("http://localhost:")
     return {**settings, "OPENAI_BASE_URL": server.url}
 
