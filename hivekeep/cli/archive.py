@@ -156,8 +156,8 @@ def forget(memory_id: int, agent_key: str, yes: bool, db: str, as_json: bool) ->
         if not yes and sys.stdin.isatty():
             memory = agent.memory(memory_id)
             if memory.agent_id == agent.id:  # another's: forget says it cannot
-                echo(f"#{memory_id}  {memory.content}")
-                click.confirm("Forget this memory? (it stays restorable)", abort=True)
+                echo(f"#{memory_id}  {memory.content}", err=True)  # stdout: the result only
+                click.confirm("Forget this memory? (it stays restorable)", abort=True, err=True)
         agent.forget(memory_id, by=Actor.PERSON)
         name = agent.name
     if as_json:
