@@ -361,7 +361,9 @@ class Agent:
     def edit_profile(
         self, section: str, operation: str, content: str, *, pin: bool = False
     ) -> ProfileRecord:
-        """append / replace_section / remove_line on one section, under the token budget."""
+        """append / replace_section / remove_line on one section, under the token budget. An
+        edit that would leave the text as it is (appending lines the section already holds)
+        writes nothing: the result has ``unchanged=True``."""
         args = tools.validate(
             "edit_profile", section=section, operation=operation, content=content, pin=pin
         )
@@ -508,10 +510,13 @@ class Agent:
         compaction: Mapping[str, Any] | None = None,
         compacting_model: str | _Keep | None = KEEP,
         extraction_model: str | _Keep | None = KEEP,
+        context_window: int | _Keep | None = KEEP,
     ) -> AgentSettings:
         """Set this agent's model specs and/or compaction overrides (``{}`` clears them; None
         returns a model to the hive's). ``compacting_model`` writes the summaries,
-        ``extraction_model`` runs maintenance, bootstrap and regenerate.
+        ``extraction_model`` runs maintenance, bootstrap and regenerate. ``context_window``:
+        the window in tokens of its chat model, for a model hivekeep does not know (None: back
+        to ``HIVEKEEP_CONTEXT_WINDOW``, else the known window); it sets when compaction starts.
 
         >>> agent.configure(compacting_model="ollama:llama3.1")  # doctest: +SKIP
         """
@@ -521,6 +526,7 @@ class Agent:
             compaction=compaction,
             compacting_model=compacting_model,
             extraction_model=extraction_model,
+            context_window=context_window,
         )
 
     def settings(self) -> AgentSettings:

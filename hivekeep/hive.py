@@ -19,6 +19,7 @@ from hivekeep.errors import (
     NotFound,
     StoreError,
     ValidationError,
+    install_extra,
 )
 from hivekeep.providers.base import Embedder
 from hivekeep.providers.embeddings.registry import create_embedder
@@ -66,7 +67,7 @@ def _postgres_store(url: str, history_limit: int) -> Store:
             raise
         raise StoreError(
             f"A PostgreSQL hive needs the PostgreSQL driver ({exc.name} is not installed). "
-            "Install it with: pip install 'hivekeep[postgres]'."
+            f"Install it with: {install_extra('postgres')}."
         ) from exc
     return PostgresStore(url, history_limit=history_limit)
 
@@ -306,21 +307,29 @@ class Hive:
         """Compile a first profile for agents whose profile is empty (once per hive; SPEC §9)."""
         return self._services.compiler.bootstrap()
 
-    def resume(self) -> Resumed:
-        """The deferred start-up work: bootstrap, then every batch whose maintenance is still
-        pending (left by a crash or an LLM outage). Servers and the CLI call this after opening;
-        without it, a batch is retried at its agent's next compaction."""
-        bootstrap = self.bootstrap()
+    def resume(self, agent: int | str | None = None) -> Resumed:
+        """The deferred start-up work: bootstrap (unless ``HIVEKEEP_BOOTSTRAP=off``), then every
+        batch whose maintenance is still pending (left by a crash or an LLM outage). Servers and
+        the CLI call this after opening; without it, a batch is retried at its agent's next
+        compaction. ``agent``: only that agent's work (``hivekeep chat`` reports on its own)."""
+        only = None if agent is None else {self.get_agent(agent).id}
+        bootstrap = (
+            self._services.compiler.bootstrap(only)
+            if self.settings.bootstrap == "on"
+            else BootstrapOutcome(False, False)
+        )
         maintained = []
-        for agent in self.store.list_agents():
-            if not self._services.maintenance.pending(agent.id):
+        for record in self.store.list_agents():
+            if only is not None and record.id not in only:
+                continue
+            if not self._services.maintenance.pending(record.id):
                 continue
             try:
-                with AgentLease(self.store, agent.id):
-                    llm = self._services.llms.for_purpose(agent.id, "maintenance")
-                    outcome = self._services.maintenance.run_pending(agent.id, agent.name, llm)
+                with AgentLease(self.store, record.id):
+                    llm = self._services.llms.for_purpose(record.id, "maintenance")
+                    outcome = self._services.maintenance.run_pending(record.id, record.name, llm)
             except HivekeepError as exc:
-                log.warning("Pending maintenance of agent %s not run: %s", agent.name, exc)
+                log.warning("Pending maintenance of agent %s not run: %s", record.name, exc)
                 continue
             if outcome is not None:
                 maintained.append(outcome)

@@ -221,7 +221,15 @@ def _edit_profile(agent: ToolAgent, args: EditProfileArgs) -> dict[str, Any]:
         "profile": profile.text,
         "tokens": profile.tokens,
         "budget": agent.profile_budget,
+        "unchanged": profile.unchanged,
+        **({"note": _unchanged_note(args.operation)} if profile.unchanged else {}),
     }
+
+
+def _unchanged_note(operation: str) -> str:
+    if operation == "append":
+        return "The section already holds these lines; nothing was added."
+    return "The section already reads exactly like this; nothing was changed."
 
 
 def _update_memory(agent: ToolAgent, args: UpdateMemoryArgs) -> dict[str, Any]:
@@ -360,16 +368,50 @@ def call_tool(
         }
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a tool call's arguments, for an interface to word its own way."""
+
+    parameter: str  # "" when it concerns the arguments as a whole
+    kind: Literal["missing", "unknown", "invalid"]
+    message: str  # for "invalid": what the value should be, starting lower-case
+
+
+def argument_problems(name: str, arguments: dict[str, Any]) -> list[Problem]:
+    """What is wrong with ``arguments`` for tool ``name`` (at most five), by the tool's own
+    rules; empty when they are valid. The CLI names them as its options (``--importance``)."""
+    try:
+        TOOLS_BY_NAME[name].args.model_validate(arguments)
+    except pydantic.ValidationError as exc:
+        return _problems(exc)
+    return []
+
+
+def _problems(exc: pydantic.ValidationError) -> list[Problem]:
+    kinds: dict[str, Literal["missing", "unknown"]] = {
+        "missing": "missing",
+        "extra_forbidden": "unknown",
+    }
+    return [
+        Problem(
+            ".".join(str(part) for part in error["loc"]),
+            kinds.get(error["type"], "invalid"),
+            f"{error['msg'][0].lower()}{error['msg'][1:]}",
+        )
+        for error in exc.errors(include_url=False)[:5]
+    ]
+
+
 def _describe(tool: str, exc: pydantic.ValidationError) -> str:
     problems = []
-    for error in exc.errors(include_url=False)[:5]:
-        where = ".".join(str(part) for part in error["loc"]) or "arguments"
-        if error["type"] == "extra_forbidden":
+    for problem in _problems(exc):
+        where = problem.parameter or "arguments"
+        if problem.kind == "unknown":
             problems.append(f"'{where}' is not a parameter of {tool}")
-        elif error["type"] == "missing":
+        elif problem.kind == "missing":
             problems.append(f"'{where}' is required")
         else:
-            problems.append(f"'{where}' {error['msg'][0].lower()}{error['msg'][1:]}")
+            problems.append(f"'{where}' {problem.message}")
     valid = ", ".join(TOOLS_BY_NAME[tool].args.model_fields)
     return f"Invalid arguments for {tool}: {'; '.join(problems)}. Parameters: {valid}."
 

@@ -13,7 +13,7 @@ import socket
 
 import click
 
-from hivekeep.cli import db_option, open_hive
+from hivekeep.cli import db_option, hive_location, missing_hive_file, open_hive
 from hivekeep.config import API_TOKEN, SERVE_HOST, SERVE_PORT
 
 TOKEN_ENV = API_TOKEN.env
@@ -103,6 +103,7 @@ def serve(host: str, port: int, db: str) -> None:
     if problem is not None:
         raise click.ClickException(problem)
 
+    new = missing_hive_file(db)  # serve may start a hive: say so, with the absolute path
     with open_hive(db, create=True) as hive:
         if hive.settings.allowed_hosts and token is None:
             raise click.ClickException(
@@ -112,9 +113,8 @@ def serve(host: str, port: int, db: str) -> None:
         url = _url(host, port)
         auth = f"bearer token from {TOKEN_ENV}" if token else "none (loopback only)"
         model, problem = model_note(hive)
-        click.echo(
-            f"hivekeep: serving {hive.path} at {url} (docs: {url}/docs; auth: {auth}; {model})"
-        )
+        where = f"a new, empty hive at {new.resolve()}" if new else hive_location(hive.path)
+        click.echo(f"hivekeep: serving {where} at {url} (docs: {url}/docs; auth: {auth}; {model})")
         if problem is not None:
             click.echo(f"hivekeep: {problem}", err=True)
         if not is_loopback(host) and not hive.settings.allowed_hosts:

@@ -41,7 +41,7 @@ class LLMResolver:
         self.settings = settings
         self._default = default if default is not None else settings.llm
         self._per_agent: dict[int, LLM] = {}
-        self._built: dict[str, LLM] = {}
+        self._built: dict[tuple[str, int | None], LLM] = {}
         self._credentials: dict[str, dict[str, str]] = {}  # provider -> api_key / base_url
         self._lock = threading.Lock()
 
@@ -71,12 +71,15 @@ class LLMResolver:
         override = self._per_agent.get(agent_id)
         if override is not None:
             return override
-        spec = self.store.get_agent_settings(agent_id).model
-        if spec:
-            return self._build(spec)
+        mine = self.store.get_agent_settings(agent_id)
+        window = mine.context_window or self.settings.context_window
+        if mine.model:
+            return self._build(mine.model, window)
         if self._default is None:
             raise LLMNotConfigured(NO_LLM.format(what=what))
-        return self._default if not isinstance(self._default, str) else self._build(self._default)
+        if isinstance(self._default, str):
+            return self._build(self._default, window)
+        return self._default  # an object made in Python: its own window
 
     def for_purpose(self, agent_id: int, purpose: Purpose, *, what: str | None = None) -> LLM:
         """The model for ``purpose``; without one, LLMNotConfigured says ``what`` needs it."""
@@ -88,7 +91,7 @@ class LLMResolver:
                 "maintenance": mine.extraction_model or self.settings.extraction_model,
             }[purpose]
         if special:
-            return self._build(special)
+            return self._build(special, self.settings.context_window)
         return self.chat_model(agent_id, what=what or purpose)
 
     def default_status(self) -> tuple[str | None, str | None]:
@@ -99,7 +102,7 @@ class LLMResolver:
         if not isinstance(self._default, str):
             return self._default.model_id, None
         try:
-            self._build(self._default)
+            self._build(self._default, self.settings.context_window)
         except ValidationError as exc:
             return self._default, str(exc)
         return self._default, None
@@ -107,7 +110,7 @@ class LLMResolver:
     def build(self, spec: str) -> LLM:
         """The model a spec names, with the credentials set for its provider; ValidationError
         when it cannot work (unknown provider, no key)."""
-        return self._build(spec)
+        return self._build(spec, self.settings.context_window)
 
     def set_credentials(
         self, provider: str, *, api_key: str | None = None, base_url: str | None = None
@@ -124,7 +127,7 @@ class LLMResolver:
             self._credentials[provider] = {k: v for k, v in options.items() if v}
             if not self._credentials[provider]:
                 del self._credentials[provider]
-            self._built = {s: m for s, m in self._built.items() if _provider(s) != provider}
+            self._built = {k: m for k, m in self._built.items() if _provider(k[0]) != provider}
 
     def credentials(self) -> dict[str, dict[str, str | bool | None]]:
         """What was set per provider: whether a key is (never the key) and the base URL."""
@@ -134,12 +137,15 @@ class LLMResolver:
                 for provider, set_ in sorted(self._credentials.items())
             }
 
-    def _build(self, spec: str) -> LLM:
+    def _build(self, spec: str, window: int | None) -> LLM:
+        """The model ``spec`` names, with ``window`` (None: the model's known window) and the
+        credentials set for its provider, made once per spec and window."""
+        key = (spec, window)
         with self._lock:
-            if spec not in self._built:
+            if key not in self._built:
                 options: dict[str, Any] = self._credentials.get(_provider(spec), {})
-                self._built[spec] = create_llm(spec, **options)
-            return self._built[spec]
+                self._built[key] = create_llm(spec, context_window=window, **options)
+            return self._built[key]
 
 
 def _provider(spec: str) -> str:

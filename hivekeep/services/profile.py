@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hivekeep.core import profile as doc
 from hivekeep.core.text import clean_text
@@ -44,8 +44,14 @@ class ProfileService:
 
         content = clean_text(content, "content")  # control characters: see clean_text
 
+        unchanged = False
+
         def change(current: ProfileRecord) -> tuple[str, int]:
+            nonlocal unchanged
             new_text = doc.apply_edit(current.text, section, operation, content, pin=pin)
+            unchanged = new_text == current.text  # the store then writes nothing
+            if unchanged:  # not even over budget: an edit that changes nothing is no harm
+                return new_text, current.tokens
             return new_text, doc.check_edit_budget(
                 current.text, new_text, self.budget, count_tokens
             )
@@ -53,6 +59,8 @@ class ProfileService:
         saved = self.store.modify_profile(
             agent_id, change, manual=True, written=Change(Actor.AGENT, Operation.EDIT)
         )
+        if unchanged:
+            return replace(saved, unchanged=True)
         return self._saved(saved, "edit_profile")
 
     def replace(

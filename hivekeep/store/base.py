@@ -168,6 +168,7 @@ class ProfileRecord:
     last_rewrite_at: str | None
     manually_edited_at: str | None
     updated_at: str | None
+    unchanged: bool = False  # an edit's result: the edit changed nothing, so nothing was written
 
 
 @dataclass(frozen=True)
@@ -496,5 +497,7 @@ class Store(ConversationStore, Protocol):
     ) -> ProfileRecord:
         """Read, change and write the profile in one write transaction, so concurrent edits
         serialise instead of conflicting. ``change`` gets the current record and returns the new
-        text and its token count; if it raises, nothing is written and the error propagates."""
+        text and its token count; if it raises, nothing is written and the error propagates. A
+        text equal to the current one writes nothing either (no revision, no version): the
+        current record comes back."""
         ...

@@ -84,8 +84,10 @@ def test_history_follows_visibility(store: Store, agents: tuple[int, int]) -> No
     alice, bob = agents
     private = put(store, alice, "alice's secret")
     shared = put(store, alice, "office wifi is hive42", scope=Scope.SHARED)
-    with pytest.raises(NotFound):
-        store.memory_history(private, bob)
+    with pytest.raises(NotFound, match="visible to this agent or in its trash"):
+        store.memory_history(private, bob)  # not "not in this agent's trash" alone
+    with pytest.raises(NotFound, match="No memory with id 999 is visible"):
+        store.memory_history(999, bob)
     assert store.memory_history(shared, bob)[0].content == "office wifi is hive42"
 
 

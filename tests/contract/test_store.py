@@ -631,6 +631,17 @@ def test_profile_compare_and_swap(store: Store, agents: tuple[int, int]) -> None
     assert store.get_profile(alice).text == "## A\ny\n"
 
 
+def test_modify_profile_writes_nothing_when_the_text_stays_the_same(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    alice, _ = agents
+    store.modify_profile(alice, lambda current: ("## A\n- one\n", 4), manual=True)
+    before = store.get_profile(alice)
+    same = store.modify_profile(alice, lambda current: (current.text, 99), manual=False)
+    assert same == before and store.get_profile(alice) == before
+    assert [v.version for v in store.profile_history(alice)] == [1, 0]
+
+
 def test_modify_profile_reads_changes_and_writes_in_one_step(
     store: Store, agents: tuple[int, int]
 ) -> None:

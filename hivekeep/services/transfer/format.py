@@ -108,6 +108,7 @@ class SettingsInfo(_Line):
     compaction: dict[str, Any] = Field(default_factory=dict)
     compacting_model: str | None = None
     extraction_model: str | None = None
+    context_window: int | None = Field(default=None, ge=1)
 
 
 class AgentLine(_Line):

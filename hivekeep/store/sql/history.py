@@ -115,7 +115,12 @@ class VersionRows(SqlRows):
             try:
                 live = visible(s, memory_id, viewer_id)
             except NotFound:
-                in_trash(s, memory_id, viewer_id)  # raises NotFound when not the viewer's
+                try:
+                    in_trash(s, memory_id, viewer_id)
+                except NotFound:  # neither live nor trashed, for this viewer
+                    raise NotFound(
+                        f"No memory with id {memory_id} is visible to this agent or in its trash."
+                    ) from None
                 trashed = _trashed(s, memory_id)
             rows = s.rows(
                 f"SELECT {VERSION_COLUMNS} FROM memory_versions WHERE memory_id = ? "
