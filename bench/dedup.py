@@ -1,15 +1,18 @@
 """Dedup on labelled pairs: changed facts lost and restatements merged, shipped rule vs cosine only.
 
-    python bench/dedup.py [--pairs PATH] [--threshold 0.90] [--show]
+    python bench/dedup.py [--pairs PATH ...] [--threshold 0.80] [--show]
 
-Each line of PATH is ``{"first": ..., "second": ..., "same": bool, "kind": ...}``: ``same`` true
-for a restatement (merging it is right), false for a changed fact (merging it loses the fact).
-Every pair goes through hivekeep's real write path with the bundled embedder: a fresh agent
-memorizes ``first``, then ``second``, and the second result's ``duplicate`` flag is the shipped
-rule's verdict (cosine >= threshold and "adds nothing", SPEC 4.1). The cosine-only rule, the one
-hivekeep shipped before, is computed in the same run from the same model's vectors: duplicate when
-the normalised texts are equal or the cosine reaches the threshold. The pairs are read from PATH,
-never copied into the repository.
+Without ``--pairs``, every pair set there is: the repository's own
+(``tests/data/dedup_pairs.jsonl``,
+and ``tests/data/dedup_adversarial.jsonl``, written from the rule's blind spots) and the
+development pairs beside the checkout (``../shared/data/dedup/pairs_dev.jsonl``, read from there,
+never copied into the repository). Each line is ``{"first": ..., "second": ..., "same": bool,
+"kind": ...}``: ``same`` true for a restatement (merging it is right), false for a changed fact
+(merging it loses the fact). Every pair goes through hivekeep's real write path with the bundled
+embedder: a fresh agent memorizes ``first``, then ``second``, and the second result's
+``duplicate`` flag is the shipped rule's verdict (the same fact, SPEC 4.1, and cosine >=
+threshold). The cosine-only rule is computed in the same run from the same model's vectors:
+duplicate when the normalised texts are equal or the cosine reaches the threshold.
 """
 
 from __future__ import annotations
@@ -26,9 +29,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hivekeep import Hive, Settings
+from hivekeep.core.dedup import DEDUP_THRESHOLD
 from hivekeep.core.text import normalise_text
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "dedup" / "pairs_dev.jsonl"
+ROOT = Path(__file__).resolve().parent.parent
+PAIR_SETS = (
+    ROOT / "tests" / "data" / "dedup_pairs.jsonl",
+    ROOT / "tests" / "data" / "dedup_adversarial.jsonl",
+    ROOT.parent / "shared" / "data" / "dedup" / "pairs_dev.jsonl",
+)
 
 
 @dataclass(frozen=True)
@@ -79,16 +88,29 @@ def load(path: Path) -> list[Pair]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pairs", type=Path, default=DEFAULT_PATH)
-    parser.add_argument("--threshold", type=float, default=0.90)
+    parser.add_argument("--pairs", type=Path, action="append", help="a pair set (repeatable)")
+    parser.add_argument("--threshold", type=float, default=DEDUP_THRESHOLD)
     parser.add_argument("--show", action="store_true", help="print every pair's verdicts")
     args = parser.parse_args()
-    pairs = load(args.pairs)
+    sets = args.pairs or [path for path in PAIR_SETS if path.exists()]
+    print(f"cosine threshold {args.threshold}, bundled embedder, no LLM call\n")
+    print(
+        "| pair set | rule | changed facts lost | restatements merged "
+        "| kept facts pointing at the old one |"
+    )
+    print("|---|---|---|---|---|")
+    started = time.perf_counter()
+    for path in sets:
+        _measure(path, args.threshold, show=args.show)
+    print(f"\n{time.perf_counter() - started:.1f} s in all.")
+
+
+def _measure(path: Path, threshold: float, *, show: bool) -> None:
+    pairs = load(path)
     shipped, cosine_only = Tally(), Tally()
     wrong: Counter[str] = Counter()
-    started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
-        settings = Settings(dedup_threshold=args.threshold)
+        settings = Settings(dedup_threshold=threshold)
         with Hive(Path(folder) / "dedup.db", embedder="local", settings=settings) as hive:
             for number, pair in enumerate(pairs):
                 agent = hive.create_agent(f"pair-{number}")
@@ -99,30 +121,27 @@ def main() -> None:
                 )
                 cosine = float(first_vector @ second_vector)
                 naive = (
-                    normalise_text(pair.first) == normalise_text(pair.second)
-                    or cosine >= args.threshold
+                    normalise_text(pair.first) == normalise_text(pair.second) or cosine >= threshold
                 )
                 first_id = agent.list_memories(limit=2).memories[-1].id
                 shipped.add(pair, second.duplicate, any(m.id == first_id for m in second.similar))
                 cosine_only.add(pair, naive)
                 if second.duplicate != pair.same:
-                    wrong[pair.kind] += 1
-                if args.show:
+                    wrong[f"{'lost' if second.duplicate else 'kept'} {pair.kind}"] += 1
+                if show:
                     print(
                         f"{cosine:.3f} same={pair.same!s:5} shipped={second.duplicate!s:5} "
                         f"cosine-only={naive!s:5} {pair.kind:12} {pair.second}"
                     )
-    elapsed = time.perf_counter() - started
-    print(f"\n{len(pairs)} pairs from {args.pairs.name}, cosine threshold {args.threshold}, ")
-    print(f"bundled embedder, no LLM call; {elapsed:.1f} s in all.\n")
-    print(
-        "| rule | changed facts lost | restatements merged | kept facts pointing at the old one |"
-    )
-    print("|---|---|---|---|")
-    print(shipped.row("shipped (cosine + adds nothing)", pointed=True))
-    print(cosine_only.row("cosine only", pointed=False))
+    name = f"{path.name} ({len(pairs)})"
+    print(shipped.row(f"{name} | shipped (same fact + cosine)", pointed=True))
+    print(cosine_only.row(f"{name} | cosine only", pointed=False))
     if wrong:
-        print("\nShipped rule's misses by kind: " + ", ".join(f"{k} {n}" for k, n in wrong.items()))
+        print(
+            f"| {name} | shipped rule's misses | "
+            + ", ".join(f"{k} {n}" for k, n in sorted(wrong.items()))
+            + " | | |"
+        )
 
 
 if __name__ == "__main__":

@@ -58,9 +58,11 @@ def memory_changes(
     subject: str | _Keep | None = KEEP,
     importance: int | _Keep | None = KEEP,
     scope: Scope | str | _Keep = KEEP,
+    source_context: str | _Keep | None = KEEP,
 ) -> tuple[int, MemoryChanges]:
     """``update_memory``'s arguments, checked as the tool checks them (``Agent.update_memory``,
-    ``Hive.update_memory``): the memory id and the changes."""
+    ``Hive.update_memory``): the memory id and the changes. ``source_context`` is not a tool
+    argument: only the library changes it (the integrations keep their item names there)."""
     given = {
         name: value
         for name, value in (
@@ -72,9 +74,16 @@ def memory_changes(
         )
         if value is not KEEP
     }
-    if not given:
+    if not given and source_context is KEEP:
         raise ValidationError(
             "update_memory needs at least one of content, category, subject, scope, importance."
+        )
+    if source_context is not None and not isinstance(source_context, _Keep | str):
+        raise ValidationError(f"source_context must be a string, got {source_context!r}.")
+    if isinstance(source_context, str) and len(source_context) > tools.MAX_SOURCE_CONTEXT:
+        raise ValidationError(
+            f"source_context is at most {tools.MAX_SOURCE_CONTEXT} characters, "
+            f"got {len(source_context)}."
         )
     for required in ("content", "category", "scope"):
         if required in given and given[required] is None:
@@ -86,6 +95,7 @@ def memory_changes(
         subject=args.subject if "subject" in given else KEEP,
         importance=args.importance if "importance" in given else KEEP,
         scope=Scope(args.scope) if "scope" in given else KEEP,
+        source_context=source_context,
     )
     return args.memory_id, changes
 
@@ -204,13 +214,16 @@ class Agent:
             ]
         )[0]
 
-    def memorize_many(self, items: Iterable[Mapping[str, Any]]) -> list[Memorized]:
+    def memorize_many(
+        self, items: Iterable[Mapping[str, Any]], *, by: Actor = Actor.AGENT
+    ) -> list[Memorized]:
         """Bulk write, e.g. importing history: one result per item, in order.
 
         Each item takes ``memorize``'s arguments, plus an optional ``created_at`` (an ISO date or
         datetime: when the remembered thing happened, for memories of past events). Every item is
         validated before anything is written, and all are written in one transaction, deduplicated
-        against the archive and against each other.
+        against the archive and against each other. ``by``: who wrote them, as history records it
+        (an interface acting for a person passes ``Actor.PERSON``).
         """
         memories = []
         for item in items:
@@ -230,7 +243,7 @@ class Agent:
                     created_at=_created_at(created_at),
                 )
             )
-        return self._services.archive.memorize_many(memories)
+        return self._services.archive.memorize_many(memories, by=by)
 
     def update_memory(
         self,
@@ -241,11 +254,13 @@ class Agent:
         subject: str | _Keep | None = KEEP,
         importance: int | _Keep | None = KEEP,
         scope: Scope | str | _Keep = KEEP,
+        source_context: str | _Keep | None = KEEP,
         by: Actor = Actor.AGENT,
     ) -> MemoryRecord:
         """Change a memory this agent wrote; fields left as ``KEEP`` are unchanged. The old state
         stays in ``memory_history``; ``by``: who is changing it (an interface acting for a
-        person passes ``Actor.PERSON``)."""
+        person passes ``Actor.PERSON``). ``source_context`` is where the integrations keep the
+        names (LangGraph keys, memory-tool files) that address a memory."""
         memory_id, changes = memory_changes(
             memory_id,
             content=content,
@@ -253,6 +268,7 @@ class Agent:
             subject=subject,
             importance=importance,
             scope=scope,
+            source_context=source_context,
         )
         return self._services.archive.update(
             self.id, memory_id, changes, written=Change(by, Operation.UPDATE)
@@ -345,7 +361,9 @@ class Agent:
     def edit_profile(
         self, section: str, operation: str, content: str, *, pin: bool = False
     ) -> ProfileRecord:
-        """append / replace_section / remove_line on one section, under the token budget."""
+        """append / replace_section / remove_line on one section, under the token budget. An
+        edit that would leave the text as it is (appending lines the section already holds)
+        writes nothing: the result has ``unchanged=True``."""
         args = tools.validate(
             "edit_profile", section=section, operation=operation, content=content, pin=pin
         )
@@ -492,10 +510,13 @@ class Agent:
         compaction: Mapping[str, Any] | None = None,
         compacting_model: str | _Keep | None = KEEP,
         extraction_model: str | _Keep | None = KEEP,
+        context_window: int | _Keep | None = KEEP,
     ) -> AgentSettings:
         """Set this agent's model specs and/or compaction overrides (``{}`` clears them; None
         returns a model to the hive's). ``compacting_model`` writes the summaries,
-        ``extraction_model`` runs maintenance, bootstrap and regenerate.
+        ``extraction_model`` runs maintenance, bootstrap and regenerate. ``context_window``:
+        the window in tokens of its chat model, for a model hivekeep does not know (None: back
+        to ``HIVEKEEP_CONTEXT_WINDOW``, else the known window); it sets when compaction starts.
 
         >>> agent.configure(compacting_model="ollama:llama3.1")  # doctest: +SKIP
         """
@@ -505,6 +526,7 @@ class Agent:
             compaction=compaction,
             compacting_model=compacting_model,
             extraction_model=extraction_model,
+            context_window=context_window,
         )
 
     def settings(self) -> AgentSettings:

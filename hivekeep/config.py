@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from hivekeep.core.compaction import CompactionSettings
+from hivekeep.core.dedup import DEDUP_THRESHOLD
 from hivekeep.errors import ValidationError
 from hivekeep.providers.base import RecallDefaults
 
@@ -82,6 +83,13 @@ def _host_list(value: str | tuple[str, ...]) -> tuple[str, ...]:
                 "'memory.example.com:8765' (no scheme, no path)"
             )
     return hosts
+
+
+def _switch(value: str) -> str:
+    switch = value.strip().lower()
+    if switch not in ("on", "off"):
+        raise ValueError("must be on or off")
+    return switch
 
 
 def _synchronous(value: str) -> str:
@@ -174,8 +182,9 @@ class Settings:
     dedup_threshold: float = _setting(
         "MEMORY_DEDUP_THRESHOLD",
         _unit_float,
-        0.90,
-        "Cosine similarity at or above which a new memory is a duplicate of a visible one.",
+        DEDUP_THRESHOLD,
+        "Cosine similarity a new memory needs with a visible one, besides saying the same fact "
+        "(same subject, neither text adding anything), to be merged into it as a duplicate.",
     )
     recall_limit: int = _setting(
         "MEMORY_MAX_RELEVANT",
@@ -205,7 +214,9 @@ class Settings:
         "The agents' chat model, `provider:model`: `openai:gpt-4o-mini` (+ `OPENAI_API_KEY`), "
         "`anthropic:claude-haiku-4-5` (+ `ANTHROPIC_API_KEY`), `ollama:llama3.1`, "
         "`openrouter:…`, `groq:…`, `vllm:…`, `lmstudio:…`. Needed by chat, compaction, "
-        "regenerate and `review_memories`; the other tools work without it.",
+        "regenerate and `review_memories`; the other tools work without it. The SDKs are extras: "
+        "`pip install '.[openai]'` (`openai:` and the OpenAI-compatible ones, Ollama's too) or "
+        "`'.[anthropic]'`.",
     )
     extraction_model: str | None = _setting(
         "MEMORY_EXTRACTION_MODEL",
@@ -221,6 +232,24 @@ class Settings:
         None,
         "Model that writes and merges summaries.",
         _AGENTS_MODEL,
+    )
+    context_window: int | None = _setting(
+        "HIVEKEEP_CONTEXT_WINDOW",
+        _positive_int,
+        None,
+        "Context window, in tokens, of the models named by a spec (`HIVEKEEP_LLM`, "
+        "`COMPACTING_MODEL`, `MEMORY_EXTRACTION_MODEL`, agents' models), for a model hivekeep "
+        "does not know (a local `openai:MODEL`, say): it sets when compaction starts. Per agent, "
+        "for its chat model: `hivekeep agents configure NAME --context-window N`.",
+        "the model's known window, else `8192`",
+    )
+    bootstrap: str = _setting(
+        "HIVEKEEP_BOOTSTRAP",
+        _switch,
+        "on",
+        "`on`: when `hivekeep serve` or `hivekeep chat` opens the hive, an agent with a model, "
+        "an archive and an empty profile gets a first profile written from its archive (once; "
+        "a failure is retried next start). `off` turns that off.",
     )
     compacting_threshold_percent: float = _setting(
         "COMPACTING_THRESHOLD_PERCENT",
@@ -368,7 +397,13 @@ SERVE_HOST = Variable(
     "HIVEKEEP_HOST", "127.0.0.1", "Where `hivekeep serve` listens (same as `--host`)."
 )
 SERVE_PORT = Variable("HIVEKEEP_PORT", 8765, "The port of `hivekeep serve` (same as `--port`).")
+CLI_AGENT = Variable(
+    "HIVEKEEP_AGENT",
+    None,
+    "The agent (name or id) the CLI's commands act as when `--agent` is not given.",
+)
 VARIABLES: tuple[Variable, ...] = (
+    CLI_AGENT,
     API_TOKEN,
     SERVE_HOST,
     SERVE_PORT,

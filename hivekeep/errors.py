@@ -66,3 +66,8 @@ class ProviderError(HivekeepError):
 
 class StoreError(HivekeepError):
     """The storage backend failed or refused the operation."""
+
+
+def install_extra(extra: str) -> str:
+    """How to install an extra, for the messages that need one: from PyPI, or from a clone."""
+    return f"pip install 'hivekeep[{extra}]' (from a clone of hivekeep: pip install '.[{extra}]')"

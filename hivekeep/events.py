@@ -36,6 +36,7 @@ EVENT_TYPES = frozenset(
         "compacting:error",
         "chat:delta",  # a streamed piece of a reply (the server publishes it)
         "chat:done",
+        "hive:changed",  # another process wrote to the hive (a server watching it says so)
     }
 )
 REPLAY = 1000

@@ -19,6 +19,7 @@ from hivekeep.errors import (
     NotFound,
     StoreError,
     ValidationError,
+    install_extra,
 )
 from hivekeep.providers.base import Embedder
 from hivekeep.providers.embeddings.registry import create_embedder
@@ -66,7 +67,7 @@ def _postgres_store(url: str, history_limit: int) -> Store:
             raise
         raise StoreError(
             f"A PostgreSQL hive needs the PostgreSQL driver ({exc.name} is not installed). "
-            "Install it with: pip install 'hivekeep[postgres]'."
+            f"Install it with: {install_extra('postgres')}."
         ) from exc
     return PostgresStore(url, history_limit=history_limit)
 
@@ -132,6 +133,7 @@ class Hive:
             from hivekeep.store.postgres.relay import EventRelay
 
             self._relay = EventRelay(target, self.events)
+        self._services.history.finish_purges()  # purges cut short (docs/memory.md, "Purge")
         self._services.history.purge_expired()  # the trash's retention period
         if not switch_embedder and self.store.count_pending():
             self._services.archive.backfill(
@@ -277,9 +279,18 @@ class Hive:
         """Erase a memory for good, whoever wrote it, live or in the trash: its rows, full-text
         and vector entries and its whole history, leaving no trace of its text in the SQLite
         file or its WAL (docs/memory.md, "Purge"). Raises NotFound when there is no such memory.
-        An operator's action: it takes a memory id, not an agent."""
+        An operator's action: it takes a memory id, not an agent. Purging again a memory whose
+        purge was cut short during its clean-up finishes that clean-up instead of failing."""
         if not self._services.history.purge(memory_id):
             raise NotFound(f"No memory with id {memory_id}, live or in the trash.")
+
+    def finish_purges(self) -> list[int]:
+        """Finish the clean-up of every purge cut short by a crash or a kill (``hivekeep purge
+        --resume``; opening the hive does it too). Returns the ids of the purges this hive has
+        finished, here or when it opened; raises StoreError if one still could not finish."""
+        finished = self._services.history.finish_purges()
+        self._services.history.check_scrubbed()
+        return finished
 
     # models and upkeep --------------------------------------------------------------------------
     def set_agent_llm(self, key: int | str, llm: LLM | str | None) -> None:
@@ -296,25 +307,55 @@ class Hive:
         """Compile a first profile for agents whose profile is empty (once per hive; SPEC §9)."""
         return self._services.compiler.bootstrap()
 
-    def resume(self) -> Resumed:
-        """The deferred start-up work: bootstrap, then every batch whose maintenance is still
-        pending (left by a crash or an LLM outage). Servers and the CLI call this after opening;
-        without it, a batch is retried at its agent's next compaction."""
-        bootstrap = self.bootstrap()
+    def resume(self, agent: int | str | None = None) -> Resumed:
+        """The deferred start-up work: bootstrap (unless ``HIVEKEEP_BOOTSTRAP=off``), then every
+        batch whose maintenance is still pending (left by a crash or an LLM outage). Servers and
+        the CLI call this after opening; without it, a batch is retried at its agent's next
+        compaction. ``agent``: only that agent's work (``hivekeep chat`` reports on its own)."""
+        only = None if agent is None else {self.get_agent(agent).id}
+        bootstrap = (
+            self._services.compiler.bootstrap(only)
+            if self.settings.bootstrap == "on"
+            else BootstrapOutcome(False, False)
+        )
         maintained = []
-        for agent in self.store.list_agents():
-            if not self._services.maintenance.pending(agent.id):
+        for record in self.store.list_agents():
+            if only is not None and record.id not in only:
+                continue
+            if not self._services.maintenance.pending(record.id):
                 continue
             try:
-                with AgentLease(self.store, agent.id):
-                    llm = self._services.llms.for_purpose(agent.id, "maintenance")
-                    outcome = self._services.maintenance.run_pending(agent.id, agent.name, llm)
+                with AgentLease(self.store, record.id):
+                    llm = self._services.llms.for_purpose(record.id, "maintenance")
+                    outcome = self._services.maintenance.run_pending(record.id, record.name, llm)
             except HivekeepError as exc:
-                log.warning("Pending maintenance of agent %s not run: %s", agent.name, exc)
+                log.warning("Pending maintenance of agent %s not run: %s", record.name, exc)
                 continue
             if outcome is not None:
                 maintained.append(outcome)
         return Resumed(bootstrap, tuple(maintained))
+
+    def set_llm_credentials(
+        self, provider: str, *, api_key: str | None = None, base_url: str | None = None
+    ) -> None:
+        """Use this API key and/or base URL for ``provider``'s models in this process only: never
+        stored in the hive, exported or logged (a server's Settings page sets them). Both None
+        forgets them."""
+        self._services.llms.set_credentials(provider, api_key=api_key, base_url=base_url)
+
+    def llm_credentials(self) -> dict[str, dict[str, str | bool | None]]:
+        """The credentials set in this process per provider: ``api_key_set`` and ``base_url``."""
+        return self._services.llms.credentials()
+
+    def llm_status(self) -> tuple[str | None, str | None]:
+        """The hive's chat model (spec or model id, None without one) and why it cannot be used
+        (e.g. its API key is missing), or None when it can."""
+        return self._services.llms.default_status()
+
+    def check_llm(self, spec: str) -> str:
+        """The model id a ``provider:model`` spec gives here (with the credentials set in this
+        process); ValidationError when it cannot work."""
+        return self._services.llms.build(spec).model_id
 
     # what interfaces show about the hive's set-up -----------------------------------------------
     @property
@@ -326,6 +367,11 @@ class Hive:
     def embedding_space(self) -> EmbeddingSpace:
         """The embedder's model id and dimension, as the hive records them."""
         return self._services.embeddings.space
+
+    def data_version(self) -> int | None:
+        """Changes when another process writes to the hive (``Store.data_version``); None on
+        PostgreSQL. A server polls it to tell its pages about CLI writes."""
+        return self.store.data_version()
 
     @property
     def llm_configured(self) -> bool:

@@ -16,6 +16,12 @@ from typing import Any, Literal, Protocol
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from hivekeep.core.limits import (
+    MAX_CONTENT_CHARS,
+    MAX_IMPORTANCE,
+    MAX_SUBJECT_CHARS,
+    MIN_IMPORTANCE,
+)
 from hivekeep.core.routing import ROUTING_RULE
 from hivekeep.errors import HivekeepError, ValidationError
 from hivekeep.services.archive import Memorized, MemoryPage
@@ -30,7 +36,10 @@ log = logging.getLogger(__name__)
 CategoryName = Literal["fact", "preference", "decision", "knowledge"]
 ScopeName = Literal["private", "shared"]
 MAX_ID = 2**63 - 1  # the largest id a store can hold; bigger ones cannot exist (nor bind in SQL)
-Subject = Field(default=None, min_length=1, max_length=200, description="Who or what it is about.")
+MAX_SOURCE_CONTEXT = 2000
+Subject = Field(
+    default=None, min_length=1, max_length=MAX_SUBJECT_CHARS, description="Who or what it is about."
+)
 
 
 class ToolAgent(Protocol):
@@ -117,15 +126,19 @@ class RecallArgs(_Args):
 
 
 class MemorizeArgs(_Args):
-    content: str = Field(min_length=1, max_length=2000, description="The memory, one sentence.")
+    content: str = Field(
+        min_length=1, max_length=MAX_CONTENT_CHARS, description="The memory, one sentence."
+    )
     category: CategoryName
     subject: str | None = Subject
-    importance: int | None = Field(default=None, ge=1, le=10, description="1 (trivial)-10.")
+    importance: int | None = Field(
+        default=None, ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE, description="1 (trivial)-10."
+    )
     scope: ScopeName = Field(
         default="private", description="'shared' makes it searchable by every agent."
     )
     source_context: str | None = Field(
-        default=None, max_length=2000, description="Where or how this was learned."
+        default=None, max_length=MAX_SOURCE_CONTEXT, description="Where or how this was learned."
     )
 
 
@@ -138,11 +151,11 @@ class EditProfileArgs(_Args):
 
 class UpdateMemoryArgs(_Args):
     memory_id: int = Field(ge=1, le=MAX_ID)
-    content: str | None = Field(default=None, min_length=1, max_length=2000)
+    content: str | None = Field(default=None, min_length=1, max_length=MAX_CONTENT_CHARS)
     category: CategoryName | None = None
     subject: str | None = Subject
     scope: ScopeName | None = None
-    importance: int | None = Field(default=None, ge=1, le=10)
+    importance: int | None = Field(default=None, ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)
 
 
 class ForgetArgs(_Args):
@@ -208,7 +221,15 @@ def _edit_profile(agent: ToolAgent, args: EditProfileArgs) -> dict[str, Any]:
         "profile": profile.text,
         "tokens": profile.tokens,
         "budget": agent.profile_budget,
+        "unchanged": profile.unchanged,
+        **({"note": _unchanged_note(args.operation)} if profile.unchanged else {}),
     }
+
+
+def _unchanged_note(operation: str) -> str:
+    if operation == "append":
+        return "The section already holds these lines; nothing was added."
+    return "The section already reads exactly like this; nothing was changed."
 
 
 def _update_memory(agent: ToolAgent, args: UpdateMemoryArgs) -> dict[str, Any]:
@@ -347,16 +368,50 @@ def call_tool(
         }
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a tool call's arguments, for an interface to word its own way."""
+
+    parameter: str  # "" when it concerns the arguments as a whole
+    kind: Literal["missing", "unknown", "invalid"]
+    message: str  # for "invalid": what the value should be, starting lower-case
+
+
+def argument_problems(name: str, arguments: dict[str, Any]) -> list[Problem]:
+    """What is wrong with ``arguments`` for tool ``name`` (at most five), by the tool's own
+    rules; empty when they are valid. The CLI names them as its options (``--importance``)."""
+    try:
+        TOOLS_BY_NAME[name].args.model_validate(arguments)
+    except pydantic.ValidationError as exc:
+        return _problems(exc)
+    return []
+
+
+def _problems(exc: pydantic.ValidationError) -> list[Problem]:
+    kinds: dict[str, Literal["missing", "unknown"]] = {
+        "missing": "missing",
+        "extra_forbidden": "unknown",
+    }
+    return [
+        Problem(
+            ".".join(str(part) for part in error["loc"]),
+            kinds.get(error["type"], "invalid"),
+            f"{error['msg'][0].lower()}{error['msg'][1:]}",
+        )
+        for error in exc.errors(include_url=False)[:5]
+    ]
+
+
 def _describe(tool: str, exc: pydantic.ValidationError) -> str:
     problems = []
-    for error in exc.errors(include_url=False)[:5]:
-        where = ".".join(str(part) for part in error["loc"]) or "arguments"
-        if error["type"] == "extra_forbidden":
+    for problem in _problems(exc):
+        where = problem.parameter or "arguments"
+        if problem.kind == "unknown":
             problems.append(f"'{where}' is not a parameter of {tool}")
-        elif error["type"] == "missing":
+        elif problem.kind == "missing":
             problems.append(f"'{where}' is required")
         else:
-            problems.append(f"'{where}' {error['msg'][0].lower()}{error['msg'][1:]}")
+            problems.append(f"'{where}' {problem.message}")
     valid = ", ".join(TOOLS_BY_NAME[tool].args.model_fields)
     return f"Invalid arguments for {tool}: {'; '.join(problems)}. Parameters: {valid}."
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,11 +17,18 @@ from hivekeep.store.base import (
 
 
 def memory_view(
-    memory: MemoryRecord, viewer_id: int, *, score: float | None = None, now: datetime | None = None
+    memory: MemoryRecord,
+    viewer_id: int,
+    *,
+    score: float | None = None,
+    now: datetime | None = None,
+    match: str | None = None,
+    found_by: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A JSON-ready memory. ``author`` is the writer's name (kept after a delete); ``shared_by``
     repeats it for another agent's shared memory, the form the model reads ("shared by NAME"), and
-    ``author_deleted`` (present only when true) says that author was deleted."""
+    ``author_deleted`` (present only when true) says that author was deleted. A search hit may
+    carry ``match`` ("strong" / "weak", ``RecallHit.match``) and ``found_by`` (the arms)."""
     view: dict[str, Any] = {
         "id": memory.id,
         "content": memory.content,
@@ -42,6 +50,9 @@ def memory_view(
         view["author_deleted"] = True
     if score is not None:
         view["score"] = round(score, 6)
+    if match is not None:
+        view["match"] = match
+        view["found_by"] = list(found_by)
     return view
 
 

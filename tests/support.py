@@ -8,6 +8,7 @@ orthogonal. Tests that need the real model use ``LocalEmbedder``.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -72,3 +73,10 @@ def insert_pairs(
         (r.memory, r.duplicate)
         for r in store.insert_memories(writes, dedup=DedupRule(threshold=dedup_threshold))
     ]
+
+
+def twins_section(prompt: str) -> str | None:
+    """The near-twin groups of a maintenance prompt, inside their data fence; None if absent."""
+    found = re.findall(r'<data source="twins">\n(.*?)\n</data>', prompt, re.DOTALL)
+    assert len(found) <= 1, "more than one twins fence"
+    return found[0] if found else None

@@ -28,3 +28,11 @@ def test_every_cli_command_is_in_the_readme() -> None:
         if isinstance(command, click.Group):
             for sub in command.list_commands(context):
                 assert f"hivekeep {name} {sub}" in README or sub == "list", (name, sub)
+
+
+def test_extras_are_installed_from_the_clone_as_the_package_is() -> None:
+    """The set-up installs from a clone (``pip install .``), so an extra is ``'.[NAME]'``: a
+    ``'hivekeep[NAME]'`` would ask PyPI for a package that is not there."""
+    assert "pip install ." in README
+    assert "pip install 'hivekeep[" not in README
+    assert "pip install '.[langgraph]'" in README

@@ -47,3 +47,4 @@ def test_an_adapter_without_its_framework_names_the_extra(
 
     assert done.returncode == 1
     assert f"pip install 'hivekeep[{extra}]'" in done.stderr
+    assert f"from a clone of hivekeep: pip install '.[{extra}]'" in done.stderr

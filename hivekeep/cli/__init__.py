@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from hivekeep.config import Settings
+from hivekeep.config import CLI_AGENT, Settings
 from hivekeep.core.text import safe_for_terminal
 from hivekeep.errors import AgentNotFound, BudgetError, HivekeepError
 from hivekeep.store.target import is_postgres_url
@@ -38,6 +38,9 @@ COMMANDS = {
     "agents": ("agents:agents", "The hive's agents; with no subcommand, list them."),
     "memorize": ("memories:memorize", "Save CONTENT to the agent's archive (the `memorize` tool)."),
     "recall": ("memories:recall", "Search the agent's own and shared memories for QUERY."),
+    "memories": ("archive:memories", "List the agent's memories, newest first, a page at a time."),
+    "update": ("archive:update", "Change a memory the agent wrote (the `update_memory` tool)."),
+    "forget": ("archive:forget", "Move a memory the agent wrote to the trash (restorable)."),
     "profile": ("profile:profile", "An agent's profile: the document always in its system prompt."),
     "reembed": ("embeddings:reembed", "Embed the hive's memories with the configured model."),
     "serve": ("serve:serve", "Serve the REST API, live events and the web UI."),
@@ -124,7 +127,7 @@ def agent_option(command: F) -> F:
     return click.option(
         "--agent",
         "agent_key",
-        envvar="HIVEKEEP_AGENT",
+        envvar=CLI_AGENT.env,
         required=True,
         show_envvar=True,
         metavar="NAME",
@@ -153,12 +156,19 @@ def echo(text: str = "", **options: Any) -> None:
     click.echo(safe_for_terminal(text), **options)
 
 
-def _missing_file(db: str) -> Path | None:
+def missing_hive_file(db: str) -> Path | None:
     """The SQLite file ``db`` names when it does not exist yet (None: it exists, or a URL)."""
     if is_postgres_url(db) or db == ":memory:":
         return None
     path = Path(db).expanduser()
     return None if path.exists() else path
+
+
+def hive_location(db: str) -> str:
+    """Where a hive is, as messages name it: a file by its absolute path, a URL as it is."""
+    if is_postgres_url(db) or db == ":memory:":
+        return db
+    return str(Path(db).expanduser().resolve())
 
 
 def _holds_anything(hive: Hive) -> bool:
@@ -181,7 +191,7 @@ def open_hive(db: str, *, create: bool = False, **options: Any) -> Iterator[Hive
     --create) may start a new hive file, and one that fails leaves none behind; the others refuse
     a missing file, so a mistyped ``--db`` never leaves an empty hive lying around.
     """
-    missing = _missing_file(db)
+    missing = missing_hive_file(db)
     if missing is not None and not create:
         raise click.ClickException(
             f"no hive at {missing}: check --db (or HIVEKEEP_DB), or start one with "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 import click
 
@@ -133,6 +134,12 @@ def _short(role: str) -> str:
     help="Model of maintenance, bootstrap and regenerate ('default': the hive's).",
 )
 @click.option(
+    "--context-window",
+    metavar="TOKENS",
+    help="Its chat model's context window, for a model hivekeep does not know "
+    "('default': HIVEKEEP_CONTEXT_WINDOW, else the known window).",
+)
+@click.option(
     "--set",
     "numbers",
     multiple=True,
@@ -147,6 +154,7 @@ def configure(
     model: str | None,
     compacting_model: str | None,
     extraction_model: str | None,
+    context_window: str | None,
     numbers: tuple[str, ...],
     reset_compaction: bool,
     db: str,
@@ -159,9 +167,10 @@ def configure(
 
     \b
         hivekeep agents configure assistant --compacting-model ollama:llama3.1
+        hivekeep agents configure assistant --model openai:my-local-model --context-window 32768
         hivekeep agents configure assistant --set threshold_percent=60 --set keep_percent=30
     """
-    specs = {
+    specs: dict[str, Any] = {
         key: (None if value.strip().lower() == "default" else value.strip())
         for key, value in (
             ("model", model),
@@ -170,6 +179,8 @@ def configure(
         )
         if value is not None
     }
+    if context_window is not None:
+        specs["context_window"] = _window(context_window)
     compaction = {} if reset_compaction else _numbers(numbers) if numbers else None
     with open_hive(db) as hive:
         agent = hive.get_agent(name)
@@ -180,11 +191,23 @@ def configure(
     if as_json:
         echo_json({**stored.to_json(), "effective": effective})
         return
-    for key in ("model", "compacting_model", "extraction_model"):
+    for key in ("model", "compacting_model", "extraction_model", "context_window"):
         echo(f"{key}: {getattr(stored, key) or 'hive default'}")
     for key, value in effective.items():
         mark = "" if key not in stored.compaction else "  (this agent's)"
         click.echo(f"{key}: {value}{mark}")
+
+
+def _window(value: str) -> int | None:
+    """``--context-window``: a positive number of tokens, or 'default' (None)."""
+    if value.strip().lower() == "default":
+        return None
+    if not value.strip().isdigit() or int(value) < 1:
+        raise click.BadParameter(
+            f"{value!r} is not a number of tokens (e.g. 32768) or 'default'.",
+            param_hint="--context-window",
+        )
+    return int(value)
 
 
 def _numbers(pairs: tuple[str, ...]) -> dict[str, float]:

@@ -58,14 +58,11 @@ def _result(result: dict[str, Any]) -> str:
 
 
 def _upkeep_line(resumed: Resumed) -> str | None:
-    """What the deferred start-up work did, if it did anything worth a line."""
+    """What the deferred start-up work did for this chat's agent, if anything worth a line (a
+    failed bootstrap is logged once by the library, saying what bootstrap is)."""
     parts = []
-    compiled = [o for o in resumed.bootstrap.agents if o.updated]
-    failed = [o for o in resumed.bootstrap.agents if not o.success]
-    if compiled:
-        parts.append(f"compiled {len(compiled)} first profile(s)")
-    if failed:
-        parts.append(f"{len(failed)} profile bootstrap(s) failed, retried next start")
+    if any(o.updated for o in resumed.bootstrap.agents):
+        parts.append("compiled its first profile from the archive")
     if resumed.maintenance:
         parts.append(f"ran {len(resumed.maintenance)} pending maintenance call(s)")
     return f"· upkeep: {'; '.join(parts)}" if parts else None
@@ -110,7 +107,7 @@ def chat(agent_key: str, conversation_id: int | None, speaker: str | None, db: s
             ),
             err=True,
         )
-        upkeep = _upkeep_line(hive.resume())
+        upkeep = _upkeep_line(hive.resume(agent.id))  # this agent's upkeep: others wait
         if upkeep:
             click.echo(dim(upkeep), err=True)
         Session(agent, conversation_id, speaker, interactive=stdin.isatty()).run(stdin)

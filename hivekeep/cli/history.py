@@ -128,17 +128,30 @@ def trash(agent_key: str, limit: int, db: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("memory_id", type=int)
+@click.argument("memory_id", type=int, required=False)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--resume", is_flag=True, help="Finish the clean-up of purges cut short (a crash, a kill)."
+)
 @db_option
-def purge(memory_id: int, yes: bool, db: str) -> None:
+def purge(memory_id: int | None, yes: bool, resume: bool, db: str) -> None:
     """Erase memory MEMORY_ID for good: no restore, no history, no trace in the file.
 
-    Any agent's, live or in the trash. Example:
+    Any agent's, live or in the trash. A purge killed during its clean-up is finished by the
+    next open of the hive, by `--resume`, or by purging the same id again. Examples:
 
     \b
         hivekeep purge 42 --yes
+        hivekeep purge --resume
     """
+    if resume == (memory_id is not None):
+        raise click.UsageError("give either a MEMORY_ID or --resume")
+    if memory_id is None:
+        with open_hive(db) as hive:
+            finished = hive.finish_purges()
+        ids = ", ".join(map(str, finished))
+        click.echo(f"Finished purges of memories {ids}." if ids else "No purge was pending.")
+        return
     if not yes:
         click.confirm(f"Erase memory {memory_id} and its whole history for good?", abort=True)
     with open_hive(db) as hive:

@@ -2,20 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
 
 from hivekeep import Agent, Category, Scope
 from hivekeep.cli import agent_option, db_option, echo, echo_json, json_option, open_agent
+from hivekeep.tools import Problem, argument_problems
 
 CATEGORIES = ", ".join(category.value for category in Category)
 SCOPES = " or ".join(scope.value for scope in Scope)
 
 
-def call_tool(agent: Agent, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Run ``tool`` with the options that were given; an ``error`` result is a CLI error."""
-    result = agent.call_tool(tool, {k: v for k, v in arguments.items() if v is not None})
+def checked(
+    tool: str, arguments: dict[str, Any], arguments_named: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The options that were given, checked by ``tool``'s own rules (the CLI validates nothing
+    itself); a problem is a CLI error naming the option (``--importance``), or the argument
+    ``arguments_named`` maps the parameter to (``{"content": "CONTENT"}``)."""
+    given = {k: v for k, v in arguments.items() if v is not None}
+    problems = argument_problems(tool, given)
+    if problems:
+        raise click.ClickException(" ".join(_worded(p, arguments_named or {}) for p in problems))
+    return given
+
+
+def _worded(problem: Problem, arguments_named: Mapping[str, str]) -> str:
+    """A problem in click's own words for its options and arguments."""
+    argument = arguments_named.get(problem.parameter)
+    name = argument or "--" + problem.parameter.replace("_", "-")
+    if problem.kind == "missing":
+        return f"Missing {'argument' if argument else 'option'} '{name}'."
+    return f"Invalid value for '{name}': {problem.message}."
+
+
+def call_tool(
+    agent: Agent,
+    tool: str,
+    arguments: dict[str, Any],
+    arguments_named: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run ``tool`` with the options that were given (``checked``); an ``error`` result is a CLI
+    error with the tool's message."""
+    result = agent.call_tool(tool, checked(tool, arguments, arguments_named))
     if "error" in result:
         raise click.ClickException(str(result["error"]))
     return result
@@ -59,7 +89,7 @@ def memorize(
         "source_context": source_context,
     }
     with open_agent(db, agent_key) as agent:
-        result = call_tool(agent, "memorize", arguments)
+        result = call_tool(agent, "memorize", arguments, {"content": "CONTENT"})
     if as_json:
         echo_json(result)
     elif result["duplicate"]:
@@ -104,7 +134,7 @@ def recall(
         "since": since,
     }
     with open_agent(db, agent_key) as agent:
-        result = call_tool(agent, "recall", arguments)
+        result = call_tool(agent, "recall", arguments, {"query": "QUERY"})
     if as_json:
         echo_json(result)
         return
@@ -113,16 +143,22 @@ def recall(
     if not result["memories"]:
         click.echo("No memories found.")
     for rank, memory in enumerate(result["memories"], start=1):
-        echo(_heading(rank, memory))
+        echo(heading(memory, rank))
         echo(f"   {memory['content']}")
 
 
-def _heading(rank: int, memory: dict[str, Any]) -> str:
-    parts = [f"{rank}. #{memory['id']}", memory["category"]]
+def heading(memory: dict[str, Any], rank: int | None = None) -> str:
+    """A memory's line above its text: id, category, subject, age, score, who shares it."""
+    parts = [f"#{memory['id']}" if rank is None else f"{rank}. #{memory['id']}"]
+    parts.append(memory["category"])
     if memory.get("subject"):
         parts.append(f"subject: {memory['subject']}")
-    parts += [memory["age"], f"score {memory['score']:.4f}"]
+    parts.append(memory["age"])
+    if "score" in memory:
+        parts.append(f"score {memory['score']:.4f}")
     if memory.get("shared_by"):
         deleted = " (deleted)" if memory.get("author_deleted") else ""
         parts.append(f"shared by {memory['shared_by']}{deleted}")
+    elif memory["scope"] == "shared":
+        parts.append("shared")
     return " · ".join(parts)

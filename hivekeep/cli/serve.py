@@ -13,7 +13,7 @@ import socket
 
 import click
 
-from hivekeep.cli import db_option, open_hive
+from hivekeep.cli import db_option, hive_location, missing_hive_file, open_hive
 from hivekeep.config import API_TOKEN, SERVE_HOST, SERVE_PORT
 
 TOKEN_ENV = API_TOKEN.env
@@ -95,7 +95,7 @@ def serve(host: str, port: int, db: str) -> None:
         )
     # here, not at the top: other commands skip the web stack
     from hivekeep.server.auth import token_problem
-    from hivekeep.server.runner import run_server
+    from hivekeep.server.runner import model_note, run_server
 
     problem = token_problem(token) if token is not None else None
     if problem is None:
@@ -103,6 +103,7 @@ def serve(host: str, port: int, db: str) -> None:
     if problem is not None:
         raise click.ClickException(problem)
 
+    new = missing_hive_file(db)  # serve may start a hive: say so, with the absolute path
     with open_hive(db, create=True) as hive:
         if hive.settings.allowed_hosts and token is None:
             raise click.ClickException(
@@ -111,7 +112,11 @@ def serve(host: str, port: int, db: str) -> None:
             )
         url = _url(host, port)
         auth = f"bearer token from {TOKEN_ENV}" if token else "none (loopback only)"
-        click.echo(f"hivekeep: serving {hive.path} at {url} (docs: {url}/docs; auth: {auth})")
+        model, problem = model_note(hive)
+        where = f"a new, empty hive at {new.resolve()}" if new else hive_location(hive.path)
+        click.echo(f"hivekeep: serving {where} at {url} (docs: {url}/docs; auth: {auth}; {model})")
+        if problem is not None:
+            click.echo(f"hivekeep: {problem}", err=True)
         if not is_loopback(host) and not hive.settings.allowed_hosts:
             click.echo(
                 "hivekeep: only loopback names and --host are answered; list the names clients "

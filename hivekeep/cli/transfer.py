@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import stat
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TextIO
 
 import click
 
@@ -18,8 +23,9 @@ from hivekeep.cli import ProgressBar, db_option, open_hive
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The file to write (default: standard output).",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Where to write: a file (replaced whole, atomically), a device, a FIFO, or - for "
+    "standard output (the default).",
 )
 @click.option(
     "--history",
@@ -31,8 +37,11 @@ def export(agent_key: str | None, output: Path | None, history: bool, db: str) -
     """Write the hive as JSONL: agents, profiles, memories (with vectors), conversations.
 
     --agent exports one agent: its profile, its conversations and the memories it wrote (its
-    shared ones included, other agents' not). Without -o the lines go to standard output and the
-    summary to standard error. A file is written whole or not at all. --history adds every
+    shared ones included, other agents' not). Without -o (or with -o -) the lines go to standard
+    output and the summary to standard error. A regular file (a new one, or the target of a
+    symlink, which stays a symlink) is written whole or not at all: the export goes to
+    FILE.partial, renamed over FILE at the end. Anything else that -o names (/dev/null,
+    /dev/stdout, a FIFO, a terminal) is written through, never replaced. --history adds every
     kept version (who, when, operation) and the trash. Example:
 
     \b
@@ -41,19 +50,68 @@ def export(agent_key: str | None, output: Path | None, history: bool, db: str) -
         hivekeep export --agent assistant > assistant.jsonl
     """
     with open_hive(db) as hive:
-        if output is None:
-            report = hive.export(sys.stdout, agent=agent_key, history=history)
+
+        def write(file: TextIO) -> ExportReport:
+            return hive.export(file, agent=agent_key, history=history)
+
+        if output is None or str(output) == "-":
+            report = write(sys.stdout)
             sys.stdout.flush()
             click.echo(f"Exported {_exported(report)}.", err=True)
             return
-        partial = output.with_name(output.name + ".partial")
         try:
-            with partial.open("w", encoding="utf-8", newline="\n") as file:
-                report = hive.export(file, agent=agent_key, history=history)
-            os.replace(partial, output)
-        finally:
-            partial.unlink(missing_ok=True)
-    click.echo(f"Exported {_exported(report)} to {output}.")
+            report = write_to(output, write)
+        except OSError as exc:
+            raise click.ClickException(f"Cannot write {output}: {exc.strerror or exc}.") from exc
+    click.echo(f"Exported {_exported(report)} to {output}.", err=_names_descriptor(output))
+
+
+_DESCRIPTOR = re.compile(r"/dev/std(in|out|err)|/dev/fd/\d+|/proc/[^/]+/fd/\d+")
+_MAX_LINKS = 40  # the kernel's own limit on a chain of symlinks
+
+
+def _names_descriptor(path: Path) -> bool:
+    """Whether ``path`` (or a symlink on its way) is a name for an open file descriptor, such as
+    /dev/stdout: writing there means writing to that descriptor, whatever file it is open on."""
+    hop = Path(os.path.abspath(path))
+    for _ in range(_MAX_LINKS):
+        if _DESCRIPTOR.fullmatch(str(hop)):
+            return True
+        if not hop.is_symlink():
+            return False
+        hop = Path(os.path.abspath(hop.parent / os.readlink(hop)))
+    return False
+
+
+def write_to(output: Path, write: Callable[[TextIO], ExportReport]) -> ExportReport:
+    """Write an export to ``output`` without changing what ``output`` is.
+
+    A regular file, or a new path, is replaced atomically: ``write`` fills ``NAME.partial`` next
+    to the real file (a symlink's target: the link stays a link) and a rename puts it in place,
+    keeping the old file's permissions. A device, a FIFO or a descriptor's name is opened and
+    written through (appending, as a shell's ``>>`` would, so ``-o /dev/stdout`` keeps what the
+    caller's redirection holds); it cannot be half-written and then undone.
+    """
+    try:
+        mode = os.stat(output).st_mode
+    except FileNotFoundError:
+        mode = None  # a new file (or a dangling symlink: the file it names is created)
+    if mode is not None and stat.S_ISDIR(mode):
+        raise click.BadParameter(f"{output} is a directory.", param_hint="'-o'")
+    if _names_descriptor(output) or (mode is not None and not stat.S_ISREG(mode)):
+        with open(output, "a", encoding="utf-8", newline="\n") as file:
+            return write(file)
+    target = Path(os.path.realpath(output))
+    partial = target.with_name(target.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8", newline="\n") as file:
+            report = write(file)
+        if mode is not None:
+            shutil.copymode(target, partial)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return report
 
 
 @click.command(name="import")

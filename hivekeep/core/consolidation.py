@@ -10,7 +10,7 @@ the ``<consolidate>`` ops of its reply as a whole: one invalid op and none is ap
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +28,8 @@ MAX_GROUP_SIZE = 4
 SECTION_TOKENS = 1500  # the memory texts of every group shown, together
 MAX_SHOWN_CHARS = 1000  # a longer memory is never shown in a group (nor merged)
 MAX_CONTENT = 2000  # a merge's text, as ``memorize`` allows
-TAGS = ("twins", "consolidate")  # fenced in every untrusted text of the prompt
 
-RULES = """3. Consolidation, only when a <twins> block is given: each group there holds the agent's
+RULES = """3. Consolidation, only when near twins are given: each group there holds the agent's
    own memories that look alike. Merge memories that say the same thing into one ("merge": their
    ids, the first is kept and the others forgotten, with one sentence that keeps every detail of
    each), retire a memory that a newer one of its group makes outdated ("retire": its id), and
@@ -146,17 +145,18 @@ def _showable(memory: TwinCandidate) -> bool:
     return len(memory.content) <= MAX_SHOWN_CHARS
 
 
-def render_groups(groups: Sequence[TwinGroup], fence: Callable[[str], str]) -> str:
-    """The groups as the model reads them; each text a JSON string (one line, quotes escaped)
-    passed through ``fence``, so a memory cannot fake an entry, a group or a block."""
+def render_groups(groups: Sequence[TwinGroup]) -> str:
+    """The groups as the model reads them, raw: a prompt shows them through ``fence_untrusted``.
+    Each text (and subject) is a JSON string, one line with its quotes escaped, so a memory cannot
+    fake an entry or a group inside the fence."""
     lines: list[str] = []
     for number, group in enumerate(groups, 1):
         subject = group.members[0].subject
-        about = f" (subject {fence(json.dumps(subject, ensure_ascii=False))})" if subject else ""
+        about = f" (subject {json.dumps(subject, ensure_ascii=False)})" if subject else ""
         lines.append(f"Group {number}{about}:")
         lines.extend(
             f"- id {m.memory_id} (created {m.created_at[:10]}, updated {m.updated_at[:10]}): "
-            f"{fence(json.dumps(m.content, ensure_ascii=False))}"
+            f"{json.dumps(m.content, ensure_ascii=False)}"
             for m in group.members
         )
     return "\n".join(lines)

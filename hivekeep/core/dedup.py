@@ -1,449 +1,295 @@
-"""When a new memory adds nothing: the dedup rule of the one write path (SPEC 4.1).
+"""When two memories are one fact: the dedup rule of the one write path (SPEC 4.1).
 
-A close vector match is not enough: a changed fact ("standup moved to 11am" after "standup at
-10am") is almost always a near copy of the fact it replaces. So a new memory is a duplicate of
-an existing one only when the two are close vectors **and** every salient token of the new text
-is already in the existing one:
+A close vector is not enough: a changed fact ("standup moved to 11am" after "standup at 10am",
+"is the CFO" after "is the interim CFO") is almost always a near copy of the fact it replaces. So
+two memories are duplicates only when **neither adds anything to the other**: their canonical
+tokens (``hivekeep.core.wording``: case, punctuation, formats, spelling and articles erased,
+nothing else) are the same, in the same order or in one of the few orders that change no
+relation:
 
-- numbers (digits, number words, ordinals), times, amounts, dates (weekdays, months), names
-  (capitalised words, acronyms), single letters ("room B"), pronouns and prepositions must match
-  exactly, after normalising their form ("4th" = "fourth" = "4", "10:00am" = "10 am", "2,000" =
-  "2000", "$" = "dollars");
-- negations and tense or modal markers ("not", "never", "was", "will", "can") must match in both
-  directions: dropping a "not" changes a fact as much as adding one;
-- the order around relation words must match ("tea over coffee" is not "coffee over tea");
-- other content words match after normalising case, punctuation, inflection and British/American
-  spelling; a differing ordinary word is forgiven only when ``words`` (an embedder's word
-  similarity) scores it as a synonym of a word it replaced, at ``SYNONYM_THRESHOLD`` or more.
+- a phrase that says where or when moves as a whole ("On Monday the user meets Anna" / "The user
+  meets Anna on Monday"; "works as a nurse at the hospital" / "works at the hospital as a nurse");
+- the two sides of an identity swap around a lone "is" when one side is a name, number or date
+  ("The user's manager is Priya" / "Priya is the user's manager");
+- two single words swap around the text's only "and" or "or" ("French and German").
 
-Losing a fact is far worse than storing a restatement twice, so every doubt keeps the memory. The
-figures behind the thresholds are in docs/benchmarks.md ("Dedup").
+Every other difference keeps both memories: a dropped or added word (a hedge, a qualifier, a
+quantifier), a symbol, a word form, a swap around a possessive or "then". The comparison is
+symmetric and needs no embedder, so a vector's cosine only finds the candidates. Losing a fact is
+far worse than storing a restatement twice; the maintenance call consolidates restatements later.
 """
 
 from __future__ import annotations
 
-import bisect
-import dataclasses
-import re
-import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-WordSimilarity = Callable[[str, str], float]
-"""Similarity of two single words in [-1, 1] (cosine of their embeddings)."""
+from hivekeep.core.wording import (
+    CLAUSE_MARKERS,
+    CONJUNCTIONS,
+    COPULAS,
+    MONTHS,
+    PREPOSITIONS,
+    QUANTIFIERS,
+    TEMPORAL,
+    WEEKDAYS,
+    Kind,
+    Token,
+    canonical,
+)
 
-DEDUP_THRESHOLD = 0.90
+DEDUP_THRESHOLD = 0.80  # bundled model: "2,000 euros" / "2000 EUR" is 0.84, "3 June" forms 0.88
 SIMILAR_THRESHOLD = 0.60  # MiniLM: "lives in Lisbon" / "lives in Berlin" is 0.61
-SYNONYM_THRESHOLD = 0.90
 MAX_SIMILAR = 3
 NEIGHBOURS = 8  # candidates the store hands to the rule per write (the closest visible ones)
+MAX_REORDERED = 120  # longer texts must match in order (the order checks are quadratic)
+
+_CONTENT = (Kind.WORD, Kind.NAME, Kind.NUMBER, Kind.DATE)
+_ENTITY = (Kind.NAME, Kind.NUMBER, Kind.DATE)
+_TIME_WORDS = TEMPORAL - QUANTIFIERS - {"this", "last", "next"}
+_CONNECTIVES = CONJUNCTIONS | QUANTIFIERS
+_IDENTITY = frozenset({"is", "was", "are", "were"})
+_NOT_ADVERBIAL = frozenset({"of", "like", "unlike", "than"})
 
 
-class Kind(Enum):
-    ENTITY = "entity"  # numbers, dates, names: must match exactly, in the same order
-    FUNCTION = "function"  # pronouns, prepositions, relation words: must match exactly
-    WORD = "word"  # an ordinary content word: may be forgiven as a synonym
-    NEGATION = "negation"
-    MARKER = "marker"  # tense / modality
-    STOP = "stop"  # a stop word: ignored, but it separates the names and numbers around it
+def differences(first: str, second: str) -> list[str]:
+    """Why two texts are different facts, as short reasons; empty: they say the same thing.
 
-
-@dataclass(frozen=True)
-class Token:
-    key: str  # the normalised form compared across texts
-    surface: str  # as written, case-folded (what a word similarity is asked about)
-    kind: Kind
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-def _ordered(text: str) -> list[str]:
-    return text.split()
-
-
-_STOPWORDS = _words(
-    "a an the is are am be been being do does doing has have having of and that this these those "
-    "it its which who whom whose as also very really just so quite currently now there here "
-    "then some any each every"
-)
-_AUXILIARIES = _words("is are was were be been being am has have had get gets got getting")
-_NEGATIONS = _words("not no never none nobody nothing nowhere neither nor without")
-_MARKERS = _words(
-    "was were will would had did could should might must can may shall former formerly "
-    "previously anymore already yet still longer ex"
-)
-# pronouns (who a fact is about), prepositions and relation words (where, when, which way round)
-_FUNCTION_WORDS = _words(
-    "i me my mine we us our ours you your yours he him his she her hers they them their theirs "
-    "in on at near by for about against between among inside outside within through across "
-    "behind beside around toward towards via per over under above below before after until "
-    "till since from to into onto than versus vs instead rather more less most least or "
-    "today tomorrow yesterday tonight weekend weekday"
-)
-# relation words whose two sides may not swap ("tea over coffee", "from Lisbon to Berlin")
-_RELATIONS = _words(
-    "over under above below before after until till since from to into than versus vs instead "
-    "rather more less"
-)
-_WEEKDAYS = _words(
-    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri "
-    "sat sun"
-)
-_MONTHS = _words(
-    "january february march april may june july august september october november december jan "
-    "feb mar apr jun jul aug sep sept oct nov dec"
-)
-_NUMBER_WORDS = {
-    word: str(value)
-    for value, word in enumerate(
-        _ordered(
-            "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-            "fifteen sixteen seventeen eighteen nineteen twenty"
-        )
-    )
-} | {
-    "thirty": "30",
-    "forty": "40",
-    "fifty": "50",
-    "sixty": "60",
-    "seventy": "70",
-    "eighty": "80",
-    "ninety": "90",
-    "hundred": "100",
-    "thousand": "1000",
-    "million": "1000000",
-    "billion": "1000000000",
-    "dozen": "12",
-    "once": "1",
-    "twice": "2",
-}
-_ORDINAL_WORDS = {
-    word: str(value)
-    for value, word in enumerate(
-        _ordered(
-            "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
-            "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth "
-            "twentieth"
-        )
-    )
-} | {"thirtieth": "30"}
-_CURRENCIES = {
-    "$": "usd",
-    "dollar": "usd",
-    "dollars": "usd",
-    "usd": "usd",
-    "€": "eur",
-    "euro": "eur",
-    "euros": "eur",
-    "eur": "eur",
-    "£": "gbp",
-    "gbp": "gbp",
-    "¥": "jpy",
-    "yen": "jpy",
-    "%": "percent",
-    "percent": "percent",
-}
-# naming verbs are one closed class that a word embedding cannot tell from antonyms at a safe
-# threshold (measured with MiniLM: "named"/"called" 0.55, "husband"/"wife" 0.87)
-_EQUIVALENT_KEYS = {"call": "nam"}
-_NAMING = _words("called named")
-_NEGATING_PREFIXES = ("dis", "un", "non", "in", "im")
-
-_CONTRACTIONS = tuple(
-    (re.compile(pattern, re.IGNORECASE), replacement)
-    for pattern, replacement in (
-        (r"\bwon't\b", "will not"),
-        (r"\bcan't\b", "can not"),
-        (r"\bshan't\b", "shall not"),
-        (r"\bcannot\b", "can not"),
-        (r"n't\b", " not"),
-        (r"'ll\b", " will"),
-        (r"'d\b", " would"),
-        (r"'(?:s|re|ve|m)\b", ""),
-        (r"(?<=s)'(?=\s|$)", ""),
-    )
-)
-_TOKEN = re.compile(r"[$€£¥%]|[^\W_]+(?:[.,:'-][^\W_]+)*")
-_TIME = re.compile(r"^(\d{1,2})(?::(\d{2}))?(am|pm|a\.m|p\.m)?$")
-_THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
-_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
-_ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
-
-
-def tokens(text: str) -> list[Token]:
-    """The text's tokens in order, stop words left out, each with its normalised key and kind."""
-    text = unicodedata.normalize("NFKC", text).translate(_ZERO_WIDTH).replace("\u2019", "'")
-    for pattern, replacement in _CONTRACTIONS:
-        text = pattern.sub(replacement, text)
-    raw = [m.group().casefold() for m in _TOKEN.finditer(text)]
-    capitals = {m.group().casefold() for m in _TOKEN.finditer(text) if _is_capitalised(m.group())}
-    found: list[Token] = []
-    index = 0
-    while index < len(raw):
-        word = raw[index]
-        following = raw[index + 1] if index + 1 < len(raw) else ""
-        if _TIME.match(word) and following in ("am", "pm", "a.m", "p.m"):
-            word += following  # "10 am" is "10am"
-            index += 1
-        found.extend(_classify(word, word in capitals, following))
-        if (
-            found
-            and found[-1].kind in (Kind.WORD, Kind.ENTITY)
-            and _is_past(word, raw[max(0, index - 2) : index])
-        ):
-            found.append(Token("past", word, Kind.MARKER))
-        index += 1
-    return found
-
-
-_CONTENT = (Kind.ENTITY, Kind.FUNCTION, Kind.WORD)
-
-
-def _is_past(word: str, before: list[str]) -> bool:
-    """A verb in the past tense ("worked" after "works"), not a participle ("is called")."""
-    return (
-        len(word) >= 5
-        and word.endswith("ed")
-        and word not in _NAMING  # "a dog called Rex": a participle
-        and not _AUXILIARIES.intersection(before)
-    )
-
-
-def _is_capitalised(word: str) -> bool:
-    return any(ch.isupper() for ch in word)
-
-
-def _classify(word: str, capitalised: bool, following: str) -> list[Token]:
-    if word in _STOPWORDS:
-        return [Token(word, word, Kind.STOP)]
-    if word in _NEGATIONS:
-        return [Token("not", word, Kind.NEGATION)]
-    if (word == "used" and following == "to") or (word in _MARKERS and word != "may"):
-        return [Token(word, word, Kind.MARKER)]
-    if word == "may" and not following[:1].isdigit():  # "May 2024" is a month
-        return [Token(word, word, Kind.MARKER)]
-    number = _number(word)
-    if number is not None:
-        return [Token(number, word, Kind.ENTITY)]
-    if word in _CURRENCIES:
-        return [Token(_CURRENCIES[word], word, Kind.ENTITY)]
-    if "-" in word and all(part in _NUMBER_WORDS for part in word.split("-")):
-        total = sum(int(_NUMBER_WORDS[part]) for part in word.split("-"))
-        return [Token(str(total), word, Kind.ENTITY)]
-    joined = word.replace("-", "").replace("'", "")
-    if word in _WEEKDAYS or word in _MONTHS:
-        return [Token(word, word, Kind.ENTITY)]
-    if word in _FUNCTION_WORDS:
-        return [Token(word, word, Kind.FUNCTION)]
-    key = _stem(_american(joined))
-    kind = Kind.ENTITY if len(joined) == 1 or capitalised else Kind.WORD
-    return [Token(_EQUIVALENT_KEYS.get(key, key), word, kind)]
-
-
-def _number(word: str) -> str | None:
-    """The canonical form of a number, ordinal, time or amount; None for anything else."""
-    if word in _NUMBER_WORDS:
-        return _NUMBER_WORDS[word]
-    if word in _ORDINAL_WORDS:
-        return _ORDINAL_WORDS[word]
-    if not any(ch.isdigit() for ch in word):
-        return None
-    if _THOUSANDS.match(word):
-        word = word.replace(",", "")
-    ordinal = _ORDINAL.match(word)
-    if ordinal:
-        return str(int(ordinal.group(1)))
-    time = _TIME.match(word)
-    if time:
-        hour, minutes, half = time.groups()
-        minutes = "" if minutes in (None, "00") else f":{minutes}"
-        return f"{int(hour)}{minutes}{(half or '').replace('.', '')}"
-    if word.isdigit():
-        return str(int(word))
-    return word  # codes, versions, dates in digits: compared as written
-
-
-def _american(word: str) -> str:
-    """One spelling for British/American variants: colour/color, organise/organize, centre."""
-    if len(word) >= 6 and "our" in word[1:] and not word.startswith(("your", "hour", "four")):
-        word = word[0] + word[1:].replace("our", "or")
-    word = re.sub(r"(?<=[a-z]{2})is(e|ed|es|ing|ation)$", r"iz\1", word)
-    word = re.sub(r"(?<=[a-z]{2})ys(e|ed|es|ing)$", r"yz\1", word)
-    word = re.sub(r"(?<=[a-z]{3})tre(s?)$", r"ter\1", word)
-    word = re.sub(r"(?<=[a-z]{2}e)ll(ed|ing|er)$", r"l\1", word)  # travelled, cancelling
-    return re.sub(r"(?<=[a-z]{3})ogue(s?)$", r"og\1", word)
-
-
-def _stem(word: str) -> str:
-    """A light inflection stripper: the same key for like/likes/liked/liking, plan/planned."""
-    if not word.isalpha() or len(word) <= 3:
-        return word
-    for suffix, replacement in (("ies", "y"), ("ied", "y"), ("sses", "ss")):
-        if word.endswith(suffix):
-            return word[: -len(suffix)] + replacement
-    for suffix in ("ing", "ed", "es", "s"):
-        if (
-            word.endswith(suffix)
-            and len(word) - len(suffix) >= 3
-            and not (suffix == "s" and word.endswith(("ss", "us", "is")))
-        ):
-            word = word[: -len(suffix)]
-            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":
-                word = word[:-1]  # planned -> plan, travelled -> travel
-            break
-    return word[:-1] if len(word) > 3 and word.endswith("e") else word
-
-
-@dataclass(frozen=True)
-class _Text:
-    tokens: list[Token]
-    keys: frozenset[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "keys", frozenset(t.key for t in self.tokens if t.kind is not Kind.STOP)
-        )
-
-
-def _expand_negating_prefixes(tokens_: list[Token], other_keys: frozenset[str]) -> list[Token]:
-    """ "dislikes" next to "does not like" reads as "not" + "like" (only when the other text has
-    the bare word: "unhappy" then differs from "happy" by a negation, as it should)."""
-    expanded: list[Token] = []
-    for token in tokens_:
-        if token.kind is Kind.WORD and token.key not in other_keys:
-            for prefix in _NEGATING_PREFIXES:
-                rest = token.key.removeprefix(prefix)
-                if rest != token.key and len(rest) >= 3 and rest in other_keys:
-                    expanded += [Token("not", prefix, Kind.NEGATION), Token(rest, rest, Kind.WORD)]
-                    break
-            else:
-                expanded.append(token)
-        else:
-            expanded.append(token)
-    return expanded
-
-
-def _relations(tokens_: list[Token]) -> set[tuple[str, str, str]]:
-    """(left, relation, right) around each relation word, by the nearest content tokens."""
-    found: set[tuple[str, str, str]] = set()
-    content = [t for t in tokens_ if t.kind in _CONTENT]
-    for index, token in enumerate(content):
-        if token.key in _RELATIONS:
-            left = next((t.key for t in reversed(content[:index]) if t.key not in _RELATIONS), "")
-            right = next((t.key for t in content[index + 1 :] if t.key not in _RELATIONS), "")
-            found.add((left, token.key, right))
-    return found
-
-
-def _reordered(new: list[Token], old: _Text) -> bool:
-    """Numbers, and names, out of their old order: "Anna and Tom are 30 and 28" is not "... 28
-    and 30", "Anna, Tom's sister" is not "Tom, Anna's sister" (dates may move: "3 June" is "June
-    3", "On Monday X" is "X on Monday")."""
-    for group in (_is_number, _is_name):
-        keys = [t.key for t in new if t.kind is Kind.ENTITY and group(t.key) and t.key in old.keys]
-        remaining = iter(t.key for t in old.tokens if t.key in keys)
-        if not all(key in remaining for key in keys):
-            return True
-    return False
-
-
-def _is_number(key: str) -> bool:
-    return any(ch.isdigit() for ch in key)
-
-
-def _is_name(key: str) -> bool:
-    return not _is_number(key) and key not in _WEEKDAYS and key not in _MONTHS
-
-
-def _swapped_around(new: list[Token], old: list[Token]) -> bool:
-    """Two words that changed sides of a third: "the landlord owes the user" against "the user
-    owes the landlord" (a rotation, "On Monday X" against "X on Monday", is not a swap).
-
-    True when the shared words, read in the new order, hold a decreasing run of three old
-    positions (a longest-decreasing-subsequence test, O(n log n)).
-    """
-    new_keys = [t.key for t in new if t.kind in _CONTENT]
-    old_keys = [t.key for t in old if t.kind in _CONTENT]
-    once = {k for k in new_keys if new_keys.count(k) == 1 and old_keys.count(k) == 1}
-    where = {k: i for i, k in enumerate(old_keys) if k in once}
-    tails: list[int] = []  # patience sorting of the negated positions (increasing runs)
-    for position in (-where[k] for k in new_keys if k in once):
-        slot = bisect.bisect_left(tails, position)
-        if slot == len(tails):
-            tails.append(position)
-        else:
-            tails[slot] = position
-        if len(tails) >= 3:
-            return True
-    return False
-
-
-def _morphological_contrast(a: str, b: str) -> bool:
-    """inbound/outbound, upstairs/downstairs, login/logout: a shared stem with swapped affixes,
-    which word embeddings score as near synonyms although they are opposites."""
-    prefix = len(_common_prefix(a, b))
-    suffix = len(_common_prefix(a[::-1], b[::-1]))
-    return prefix >= 3 or suffix >= 3
-
-
-def _common_prefix(a: str, b: str) -> str:
-    size = 0
-    while size < min(len(a), len(b)) and a[size] == b[size]:
-        size += 1
-    return a[:size]
-
-
-def additions(new: str, existing: str, words: WordSimilarity | None = None) -> list[str]:
-    """What ``new`` says that ``existing`` does not, as short reasons; empty: it adds nothing.
-
-    >>> additions("Standup is at 11am.", "Standup is at 10am.")
-    ['11am']
-    >>> additions("the user is a vegetarian!", "The user is vegetarian.")
+    >>> differences("Standup is at 11am.", "standup is at 11 AM")
     []
+    >>> differences("Tom is the interim CFO.", "Tom is the CFO.")
+    ['only in the first: interim']
     """
-    old = _Text(tokens(existing))
-    fresh = _Text(tokens(new))
-    old = _Text(_expand_negating_prefixes(old.tokens, fresh.keys))
-    fresh = _Text(_expand_negating_prefixes(fresh.tokens, old.keys))
-    reasons: list[str] = []
-    for kind, label in ((Kind.NEGATION, "negation"), (Kind.MARKER, "tense or modality")):
-        if Counter(t.key for t in fresh.tokens if t.kind is kind) != Counter(
-            t.key for t in old.tokens if t.kind is kind
-        ):
-            reasons.append(label)
-    missing = [t for t in fresh.tokens if t.kind in _CONTENT and t.key not in old.keys]
-    reasons += [t.surface for t in missing if t.kind is not Kind.WORD]
-    if _reordered(fresh.tokens, old) or _swapped_around(fresh.tokens, old.tokens):
-        reasons.append("order")
-    if reasons:
-        return sorted(set(reasons))
-    replaced = [t for t in old.tokens if t.kind is Kind.WORD and t.key not in fresh.keys]
-    renamed: dict[str, str] = {}
-    for token in (t for t in missing if t.kind is Kind.WORD):
-        match = next(
-            (r for r in replaced if words and _synonyms(token.surface, r.surface, words)), None
+    a, b = canonical(first), canonical(second)
+    return _differences(a, b)
+
+
+def same_fact(first: str, second: str) -> bool:
+    """True when neither text adds anything to the other (see the module)."""
+    return not differences(first, second)
+
+
+def _differences(a: Sequence[Token], b: Sequence[Token]) -> list[str]:
+    keys_a, keys_b = Counter(t.key for t in a), Counter(t.key for t in b)
+    if keys_a != keys_b:
+        only_a = sorted((keys_a - keys_b).elements())
+        only_b = sorted((keys_b - keys_a).elements())
+        reasons = [f"only in the first: {' '.join(only_a)}"] if only_a else []
+        return reasons + ([f"only in the second: {' '.join(only_b)}"] if only_b else [])
+    if [t.key for t in a] == [t.key for t in b]:
+        pairing = list(range(len(a)))
+    else:
+        found = _reordering(a, b) if len(a) <= MAX_REORDERED else None
+        if found is None or _reordering(b, a) is None:
+            return ["order"]
+        pairing = found
+    clashes = [
+        f"article: {t.article}/{b[j].article}"
+        for t, j in zip(a, pairing, strict=True)
+        if t.article and b[j].article and t.article != b[j].article
+    ]
+    return sorted(set(clashes))
+
+
+def _reordering(a: Sequence[Token], b: Sequence[Token]) -> list[int] | None:
+    """Where each token of ``a`` sits in ``b``, when ``b`` is ``a`` in an order that changes no
+    relation (see the module); None otherwise."""
+    if _clauses(a) or _clauses(b):
+        return None
+    kinds = _kinds(a, b)
+    return _moved_phrase(a, b, kinds) or _identity_swap(a, b, kinds) or _coordinates(a, b, kinds)
+
+
+def _clauses(tokens: Sequence[Token]) -> bool:
+    """More than one clause, as far as words show it: a phrase that moves may then leave one
+    verb for another ("the user said yesterday that Tom left" / "... that Tom left yesterday";
+    "promised on Monday to call" / "promised to call on Monday"), so no order may change."""
+    return (
+        any(
+            t.key in CLAUSE_MARKERS or (t.key == "to" and _bare(tokens, i + 1))
+            for i, t in enumerate(tokens)
         )
-        if match is None:
-            reasons.append(token.surface)
-        else:
-            renamed[token.key] = match.key
-    if reasons:
-        return sorted(set(reasons))
-    mapped = [dataclasses.replace(t, key=renamed.get(t.key, t.key)) for t in fresh.tokens]
-    return [] if _relations(mapped) <= _relations(old.tokens) else ["relation"]
+        or sum(t.key in CONJUNCTIONS for t in tokens) > 1
+    )
 
 
-def _synonyms(a: str, b: str, words: WordSimilarity) -> bool:
-    return not _morphological_contrast(a, b) and words(a, b) >= SYNONYM_THRESHOLD
+def _bare(tokens: Sequence[Token], at: int) -> bool:
+    """A lower-case word without an article: after "to" it may be a verb ("to call")."""
+    return at < len(tokens) and tokens[at].kind is Kind.WORD and tokens[at].article is None
 
 
-def adds_nothing(new: str, existing: str, words: WordSimilarity | None = None) -> bool:
-    """True when every salient token of ``new`` is already in ``existing`` (see the module)."""
-    return not additions(new, existing, words)
+def _kinds(a: Sequence[Token], b: Sequence[Token]) -> dict[str, set[Kind]]:
+    """Every kind each key has in either text ("Friday" is a word at the start of a sentence)."""
+    kinds: dict[str, set[Kind]] = {}
+    for token in (*a, *b):
+        kinds.setdefault(token.key, set()).add(token.kind)
+    return kinds
+
+
+def _moved_phrase(
+    a: Sequence[Token], b: Sequence[Token], kinds: dict[str, set[Kind]]
+) -> list[int] | None:
+    """``b`` is ``a`` with two neighbouring blocks swapped, one of them a phrase of place or
+    time, and no word that binds across a block's edge ("'s", "then", "not", "only", ...)."""
+    keys_a, keys_b = [t.key for t in a], [t.key for t in b]
+    size = len(a)
+    first = next(i for i in range(size) if keys_a[i] != keys_b[i])
+    last = next(i for i in reversed(range(size)) if keys_a[i] != keys_b[i])
+    for start in range(first, max(-1, first - 4), -1):
+        for end in range(last, min(size, last + 4)):
+            width = end + 1 - start
+            for cut in range(1, width):
+                left, right = keys_a[start : start + cut], keys_a[start + cut : end + 1]
+                if keys_b[start : end + 1] != right + left:
+                    continue
+                before = a[start - 1] if start else None
+                after = a[end + 1] if end + 1 < size else None
+                outside = [*a[:start], *a[end + 1 :]]
+                if any(t.key in CONJUNCTIONS for t in outside):
+                    continue  # "called Anna and left on Monday": which verb has the time?
+                if _movable(a[start : start + cut], a[start + cut : end + 1], before, after, kinds):
+                    moved = [
+                        *range(start + width - cut, end + 1),
+                        *range(start, start + width - cut),
+                    ]
+                    return [*range(start), *moved, *range(end + 1, size)]
+    return None
+
+
+def _movable(
+    left: Sequence[Token],
+    right: Sequence[Token],
+    before: Token | None,
+    after: Token | None,
+    kinds: dict[str, set[Kind]],
+) -> bool:
+    """Two phrases of time or place trade places ("at 10am on Monday", "as a nurse at the
+    hospital"), a phrase of time moves to the other end of the whole sentence ("On Monday the
+    user meets Anna"), or a word of time ("now", "every morning") moves inside it. A phrase of
+    place moved to the other end or inside a sentence may change what it describes ("the sister
+    in Lisbon is a doctor" / "the sister is a doctor in Lisbon"; "the man with the dog"), so
+    that is not allowed."""
+    whole = before is None and after is None
+    for block in (left, right):
+        if any(t.key in CONJUNCTIONS for t in block) and not _adverbial(block):
+            return False  # a conjunction may only travel inside a phrase of time or place
+    if not (
+        (_adverbial(left) and _adverbial(right))
+        or (whole and (_when(left) or _when(right)))
+        or _timely(left)
+        or _timely(right)
+    ):
+        return False
+    ends_are_content = all(_is(block[-1], _CONTENT, kinds) for block in (left, right))
+    starts_bind_back = any(
+        block[0].kind in (Kind.POSSESSIVE, Kind.SYMBOL) or block[0].key in CONJUNCTIONS
+        for block in (left, right)
+    )
+    return (
+        ends_are_content
+        and not starts_bind_back
+        and (before is None or _is(before, _CONTENT, kinds) or before.key in COPULAS)
+        and (after is None or _is(after, _CONTENT, kinds) or after.key in PREPOSITIONS)
+    )
+
+
+def _adverbial(block: Sequence[Token]) -> bool:
+    """A phrase of place or time: a preposition and what it governs, or words of time ("of",
+    "like", "than" phrases belong to a noun or a comparison, not to the sentence)."""
+    return (
+        block[0].key in PREPOSITIONS - _NOT_ADVERBIAL and len(block) > 1 and not _bare(block, 1)
+    ) or _timely(block)
+
+
+def _when(block: Sequence[Token]) -> bool:
+    """A phrase of time: words of time, or a preposition governing them ("in May 2024", "on
+    Monday", "at 10am", "in 2020")."""
+    if _timely(block):
+        return True
+    rest = block[1:]
+    return (
+        _adverbial(block)
+        and bool(rest)
+        and all(_timely([t]) or t.key in TEMPORAL or _year(t) for t in rest)
+    )
+
+
+def _year(token: Token) -> bool:
+    return token.kind is Kind.NUMBER and token.key.isdigit() and 1000 <= int(token.key) <= 2999
+
+
+def _timely(block: Sequence[Token]) -> bool:
+    """Every word tells when, and one of them is a time ("every morning", "now", "Monday")."""
+    return all(
+        t.key in TEMPORAL or t.kind is Kind.DATE or _clock(t) or _calendar(t.key) for t in block
+    ) and any(
+        t.key in _TIME_WORDS or t.kind is Kind.DATE or _clock(t) or _calendar(t.key) for t in block
+    )
+
+
+def _clock(token: Token) -> bool:
+    return token.kind is Kind.NUMBER and token.key.endswith(("am", "pm"))
+
+
+def _calendar(key: str) -> bool:
+    return key in WEEKDAYS or key in MONTHS or key.removesuffix("s") in WEEKDAYS
+
+
+def _identity_swap(
+    a: Sequence[Token], b: Sequence[Token], kinds: dict[str, set[Kind]]
+) -> list[int] | None:
+    """``X is Y`` / ``Y is X`` with one side a name, number or date, and nothing on either side
+    that makes the sentence more than an identity ("All cats are animals" is not one)."""
+    copulas = [i for i, t in enumerate(a) if t.key in COPULAS]
+    if len(copulas) != 1 or a[copulas[0]].key not in _IDENTITY:
+        return None
+    at = copulas[0]
+    subject, complement = a[:at], a[at + 1 :]
+    if not subject or not complement:
+        return None
+    keys = [t.key for t in b]
+    if keys != [t.key for t in (*complement, a[at], *subject)]:
+        return None
+    for side in (subject, complement):
+        if not _is(side[-1], _CONTENT, kinds) or any(
+            t.key in _CONNECTIVES or t.key in COPULAS or t.kind is Kind.SYMBOL for t in side
+        ):
+            return None
+    if not any(
+        len(side) <= 4 and all(_is(t, _ENTITY, kinds) for t in side)
+        for side in (subject, complement)
+    ):
+        return None
+    return [*range(len(complement) + 1, len(a)), len(complement), *range(len(complement))]
+
+
+def _coordinates(
+    a: Sequence[Token], b: Sequence[Token], kinds: dict[str, set[Kind]]
+) -> list[int] | None:
+    """Two names or numbers swapped around the text's only "and" or "or": "French and German".
+    Not other words: "married and divorced" tells an order that "divorced and married" does not.
+    """
+    changed = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x.key != y.key]
+    if len(changed) != 2 or changed[1] - changed[0] != 2:
+        return None
+    left, right = changed
+    if a[left + 1].key not in ("and", "or") or sum(t.key in CONJUNCTIONS for t in a) != 1:
+        return None
+    if not (_is(a[left], _ENTITY, kinds) and _is(a[right], _ENTITY, kinds)):
+        return None
+    around = [a[left - 1] if left else None, a[right + 1] if right + 1 < len(a) else None]
+    if any(t is not None and t.kind in (Kind.POSSESSIVE, Kind.SYMBOL) for t in around):
+        return None
+    pairing = list(range(len(a)))
+    pairing[left], pairing[right] = right, left
+    return pairing
+
+
+def _is(token: Token, wanted: tuple[Kind, ...], kinds: dict[str, set[Kind]]) -> bool:
+    """The token is of a wanted kind in either text, and never a function word or symbol."""
+    seen = kinds.get(token.key, {token.kind})
+    return bool(seen & set(wanted)) and not seen & {Kind.FUNCTION, Kind.POSSESSIVE, Kind.SYMBOL}
 
 
 @dataclass(frozen=True)
@@ -463,11 +309,13 @@ class Verdict:
 
 @dataclass(frozen=True)
 class DedupRule:
-    """The rule with its thresholds; ``words`` (optional) forgives synonyms of ordinary words."""
+    """The rule over a store's candidates. Two checks must agree before a write merges: the
+    texts say the same fact (``same_fact``) and their vectors are close (cosine ≥ ``threshold``;
+    the same normalised text counts as 1.0). ``similar_threshold`` is the cosine from which a
+    stored memory's neighbours are listed as ``similar``."""
 
     threshold: float = DEDUP_THRESHOLD
     similar_threshold: float = SIMILAR_THRESHOLD
-    words: WordSimilarity | None = field(default=None, compare=False)
 
     @property
     def floor(self) -> float:
@@ -475,11 +323,12 @@ class DedupRule:
         return min(self.threshold, self.similar_threshold)
 
     def judge(self, content: str, candidates: Sequence[Candidate]) -> Verdict:
-        """The closest candidate that makes ``content`` redundant, else the neighbours to show."""
+        """The closest candidate that says the same fact, else the neighbours to show."""
         ranked = sorted(candidates, key=lambda c: (-c.similarity, c.id))
+        tokens = canonical(content)
         for candidate in ranked:
-            if candidate.similarity >= self.threshold and adds_nothing(
-                content, candidate.content, self.words
+            if candidate.similarity >= self.threshold and not _differences(
+                tokens, canonical(candidate.content)
             ):
                 return Verdict(candidate.id, ())
         close = [c.id for c in ranked if c.similarity >= self.similar_threshold]

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hivekeep.core.blocks import contains_tag, extract_block, neutralise
+from hivekeep.core.blocks import PROMPT_TAGS, contains_tag, extract_block, neutralise
 from hivekeep.core.routing import KNOW_VS_HAPPENED, RECALL_FIRST, ROUTING_RULE
 from hivekeep.errors import BudgetError, ValidationError
 
@@ -135,7 +135,9 @@ def apply_edit(text: str, section: str, operation: str, content: str, pin: bool 
     user formatting elsewhere survives the agent's edits. ``remove_line`` matches after trimming
     and dropping one leading ``- ``/``* `` bullet on both sides, case-sensitively, removes every
     line that matches, and accepts several lines (one per line of ``content``; all must match or
-    nothing is removed). A section left empty by ``remove_line`` keeps its heading.
+    nothing is removed). A section left empty by ``remove_line`` keeps its heading. An
+    ``append`` whose every line the section already holds (``_holds``) returns ``text`` as it
+    is, so a rerun script or a repeating model adds nothing twice.
     """
     if operation not in OPERATIONS:
         raise ValidationError(
@@ -174,6 +176,8 @@ def apply_edit(text: str, section: str, operation: str, content: str, pin: bool 
         return serialise(_insert(doc, created, top=False))
 
     lines, gap = _split_body(doc.sections[index].body)
+    if operation == "append" and _holds(lines, new_lines):
+        return text
     lines = lines + _match_format(lines, new_lines) if operation == "append" else new_lines
     return serialise(_with_body(doc, index, _join_body(lines, gap)))
 
@@ -283,7 +287,7 @@ def system_prompt_block(profile_text: str) -> str:
     """
     profile = profile_text.replace("\r\n", "\n").strip()
     if profile:
-        profile = neutralise(profile, ["profile"])
+        profile = neutralise(profile, PROMPT_TAGS)
         shown = (
             "Your profile: what you know that should shape most conversations. Keep it current "
             f"with edit_profile.\n<profile>\n{profile}\n</profile>"
@@ -436,6 +440,18 @@ def _norm(line: str) -> str:
     if stripped.startswith(("- ", "* ")):
         stripped = stripped[2:].strip()
     return stripped
+
+
+def _holds(lines: list[str], new: list[str]) -> bool:
+    """Whether every non-blank line of ``new`` is already among ``lines``: compared as
+    ``remove_line`` compares, and also ignoring case and runs of spaces (a repeat in other
+    capitals is the same fact, not a line to add)."""
+    held = {_same(line) for line in lines}
+    return all(_same(line) in held for line in new if line.strip())
+
+
+def _same(line: str) -> str:
+    return " ".join(_norm(line).split()).casefold()
 
 
 def _remove_lines(section: Section, content: str) -> str:

@@ -13,7 +13,12 @@ from hivekeep.errors import ValidationError
 log = logging.getLogger(__name__)
 
 _SPACE = re.compile(r"\s+")
-_EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
+# what a text may start or end with and still be the same text: spaces and the punctuation that
+# marks no meaning (a sign, a currency, "?", "%", "+" or "#" at an edge is part of the fact:
+# "-5 °C", "grade A+", "$40", "in F#")
+_EDGE_PUNCT = re.compile(
+    r"""^[\s.,;:!"'()\[\]{}\u2018-\u201f\u2026]+|[\s.,;:!"()\[\]{}\u2018-\u201f\u2026]+$"""
+)
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 # C0 and C1 control characters and DEL, except tab (\x09) and newline (\x0a); NUL is refused.
 _CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f-\x9f]")
@@ -47,7 +52,8 @@ def safe_for_terminal(text: str) -> str:
 
 
 def normalise_text(content: str) -> str:
-    """Key under which two memories count as the same text: case, spacing, edge punctuation ignored.
+    """Key under which two memories count as the same text: case, spacing and edge punctuation
+    that carries no meaning ignored (never a sign, symbol, currency or "?").
 
     >>> normalise_text("  The user likes TEA. ")
     'the user likes tea'

@@ -13,11 +13,13 @@ Each module needs its framework, installed with its extra, and none is imported 
 They are thin layers over ``Hive`` and ``Agent``; docs/integrations.md describes the mappings.
 """
 
+from hivekeep.errors import install_extra
+
 
 def needs_extra(extra: str, exc: ImportError) -> ImportError:
     """The error for an adapter whose framework is missing or too old: which extra installs it."""
     return ImportError(
         f"This hivekeep integration could not import {exc.name or 'its framework'} ({exc}). "
-        f"Install it with: pip install 'hivekeep[{extra}]'",
+        f"Install it with: {install_extra(extra)}",
         name=exc.name,
     )

@@ -6,12 +6,16 @@ The directory Claude sees (docs/integrations.md, "Anthropic memory tool"):
   operations on the sections it changed, so the tool's rules hold: the budget is checked for the
   whole edit before anything is written, and ``## Pinned`` is kept when an edit drops it.
 - ``/memories/archive/NAME``: one archive memory per file; a file's text is the memory's content.
-  Creating a file memorizes it (deduplicated), editing updates it (its history is kept),
-  deleting forgets it (to the trash). A memory written elsewhere shows as ``memory-ID.md``.
+  Creating a file memorizes it (deduplicated: a text the agent holds word for word adds the name
+  to that memory), editing updates it (its history is kept), renaming changes the name in place,
+  deleting drops the name and forgets the memory (to the trash) with its last name. A memory
+  written elsewhere shows as ``memory-ID.md``. After every success the file is at its path with
+  its text; ``create`` on an existing path is refused, as the SDK's own backend refuses it.
 - ``/memories/search/WORDS``: a read-only view that lists the files ``recall`` ranks best.
 
-Paths outside ``/memories`` and ``..`` are refused. Hivekeep's errors come back to Claude as tool
-errors (``ToolError``), with the message that says what to do.
+Paths outside ``/memories`` and ``..`` are refused. Errors are the SDK's reference backend's, in
+its words, where it has one; hivekeep's own come back to Claude as tool errors (``ToolError``),
+with the message that says what to do.
 """
 
 from __future__ import annotations
@@ -33,10 +37,10 @@ try:
 except ImportError as exc:  # the extra is not installed, or too old
     raise needs_extra("anthropic-memory", exc) from exc
 
-from hivekeep import Actor, Agent, HivekeepError, MemoryRecord
+from hivekeep import Agent, HivekeepError, MemoryRecord, Scope
 from hivekeep.core import profile as profile_doc
 from hivekeep.core.tokens import count_tokens
-from hivekeep.integrations._named import find_named, name_of, own_memories, with_name
+from hivekeep.integrations._named import FILE_MARK, Naming, own_memories
 
 __all__ = ["HivekeepMemoryTool"]
 
@@ -44,7 +48,6 @@ ROOT = "/memories"
 PROFILE = f"{ROOT}/profile.md"
 ARCHIVE = f"{ROOT}/archive"
 SEARCH = f"{ROOT}/search"
-FILE_MARK = "memory-file:"  # the first line of a memory's source_context that holds its file name
 DEFAULT_CATEGORY = "fact"
 LISTED = 100  # archive files a directory view lists (newest first); search reaches the rest
 FOUND = 10  # files a search view lists
@@ -85,91 +88,95 @@ class HivekeepMemoryTool(BetaAbstractMemoryTool):
             return f"View {SEARCH}/<what you are looking for> to search the archive by meaning."
         if path.startswith(f"{SEARCH}/"):
             return self._search(path[len(SEARCH) + 1 :])
-        return _numbered(path, self._read(path), command.view_range)
+        return _numbered(command.path, self._read(command.path), command.view_range)
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        """A new file; an existing one is refused, as the SDK's own backend refuses it."""
         path = _path(command.path)
-        if path == PROFILE:
-            return self._edit_profile(command.file_text)
-        name = _archive_name(path)
-        memory = self._memory(name)
-        if memory is not None:
-            self.agent.update_memory(memory.id, content=command.file_text)
-            return f"File overwritten successfully at: {path}"
-        written = self.agent.memorize(
-            command.file_text,
-            category=DEFAULT_CATEGORY,
-            source_context=with_name(FILE_MARK, name, None),
-        )
-        if written.duplicate:
-            return (
-                f"Nothing new was written: the archive already holds this as "
-                f"{_file(written.memory)}."
-            )
-        return f"File created successfully at: {path}"
+        if self._exists(path):
+            hint = " (edit it with str_replace or insert)" if path == PROFILE else ""
+            raise ToolError(f"File {command.path} already exists{hint}")
+        self._store(_archive_name(path), command.file_text, path)
+        return f"File created successfully at: {command.path}"
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        path = _path(command.path)
-        old = self._read(path)
+        old = self._read(command.path)
         count = old.count(command.old_str)
-        if count != 1:
-            where = "did not appear verbatim in" if count == 0 else f"appears {count} times in"
+        if count == 0:
             raise ToolError(
-                f"No replacement was performed: old_str `{command.old_str}` {where} {path}. "
-                "Quote it exactly and make it unique."
+                f"No replacement was performed, old_str `{command.old_str}` did not appear "
+                f"verbatim in {command.path}."
             )
-        return self._write(path, old.replace(command.old_str, command.new_str))
+        if count > 1:
+            lines = _occurrences(old, command.old_str)
+            raise ToolError(
+                f"No replacement was performed. Multiple occurrences of old_str "
+                f"`{command.old_str}` in lines: {lines}. Please ensure it is unique"
+            )
+        new = old.replace(command.old_str, command.new_str)
+        if _path(command.path) == PROFILE:
+            return self._edit_profile(new)
+        self._write(command.path, new)
+        changed = old[: old.find(command.old_str)].count("\n")
+        return (
+            "The memory file has been edited. Here is the snippet showing the change (with line "
+            "numbers):\n" + _snippet(new, changed)
+        )
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
-        path = _path(command.path)
-        lines = self._read(path).split("\n")
+        lines = _lines_of(self._read(command.path))
         if not 0 <= command.insert_line <= len(lines):
             raise ToolError(
-                f"Invalid insert_line {command.insert_line}: {path} has {len(lines)} lines, so "
-                f"insert_line must be between 0 and {len(lines)}."
+                f"Invalid `insert_line` parameter: {command.insert_line}. "
+                f"It should be within the range [0, {len(lines)}]."
             )
-        lines[command.insert_line : command.insert_line] = command.insert_text.split("\n")
-        return self._write(path, "\n".join(lines))
+        lines.insert(command.insert_line, command.insert_text.rstrip("\n"))
+        new = "\n".join(lines) + "\n"
+        if _path(command.path) == PROFILE:
+            return self._edit_profile(new)
+        self._write(command.path, new)
+        return f"The file {command.path} has been edited."
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
         path = _path(command.path)
+        if path == ROOT:
+            raise ToolError("Cannot delete the /memories directory itself")
         if path == PROFILE:
             raise ToolError(
                 f"{PROFILE} cannot be deleted; remove lines from it with str_replace instead."
             )
-        memory = self._existing(path)
-        self.agent.forget(memory.id)
-        return (
-            f"Successfully deleted {path} (it is in the trash, from which a person can restore it)."
-        )
+        name = _archive_name(path)
+        memory = self._memory(name)
+        if memory is None:
+            raise ToolError(f"The path {command.path} does not exist")
+        if FILES.alone(memory, name):
+            self.agent.forget(memory.id)  # to the trash, from which a person can restore it
+        else:  # other files share the memory: only the name goes
+            FILES.rename(self.agent, memory, name, None)
+        return f"Successfully deleted {command.path}"
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        """A new name is a new memory: the old one goes to the trash, the text stays the same."""
+        """The memory keeps its id, text and history; only the name it is reached by changes."""
         old_path, new_path = _path(command.old_path), _path(command.new_path)
+        if old_path == ROOT:
+            raise ToolError("Cannot rename the /memories directory itself")
+        if self._exists(new_path):
+            raise ToolError(f"The destination {command.new_path} already exists")
         new_name = _archive_name(new_path)
-        memory = self._existing(old_path)
-        if self._memory(new_name) is not None:
-            raise ToolError(f"The destination {new_path} already exists.")
-        self.agent.forget(memory.id)
-        try:
-            self.agent.memorize(
-                memory.content,
-                category=memory.category,
-                subject=memory.subject,
-                importance=memory.importance,
-                scope=memory.scope,
-                source_context=with_name(FILE_MARK, new_name, None),
-            )
-        except HivekeepError:
-            self.agent.restore_memory(memory.id, by=Actor.AGENT)  # nothing is lost
-            raise
-        return f"Successfully renamed {old_path} to {new_path}"
+        if old_path == PROFILE:
+            raise ToolError(f"{PROFILE} cannot be renamed; copy its lines into a new file instead.")
+        old_name = _archive_name(old_path)
+        memory = self._memory(old_name)
+        if memory is None:
+            raise ToolError(f"The path {command.old_path} does not exist")
+        FILES.rename(self.agent, memory, old_name, new_name)
+        return f"Successfully renamed {command.old_path} to {command.new_path}"
 
     # files --------------------------------------------------------------------------------------
     def _files(self) -> list[str]:
-        memories = own_memories(self.agent)  # newest first
-        shown = [_file(m) for _, m in zip(range(LISTED), memories, strict=False)]
-        if next(memories, None) is not None:
+        names = (f"{ARCHIVE}/{name}" for m in own_memories(self.agent) for name in FILES.names(m))
+        shown = [path for _, path in zip(range(LISTED), names, strict=False)]  # newest first
+        if next(names, None) is not None:
             shown.append(f"(older files not listed: view {SEARCH}/<words> to find them)")
         return shown
 
@@ -185,24 +192,68 @@ class HivekeepMemoryTool(BetaAbstractMemoryTool):
         return f"The archive files that best match {query!r}, best first:\n" + "\n".join(lines)
 
     def _memory(self, name: str) -> MemoryRecord | None:
-        return find_named(own_memories(self.agent), FILE_MARK, name, _unnamed)
+        return FILES.find(own_memories(self.agent), name)
+
+    def _exists(self, path: str) -> bool:
+        """Whether ``path`` (checked by ``_path``) is a file or directory Claude would see."""
+        if path in (ROOT, PROFILE, ARCHIVE, SEARCH):
+            return True
+        name = path[len(ARCHIVE) + 1 :] if path.startswith(f"{ARCHIVE}/") else ""
+        return bool(name) and self._memory(name) is not None
 
     def _existing(self, path: str) -> MemoryRecord:
-        memory = self._memory(_archive_name(path))
+        memory = self._memory(_archive_name(_path(path)))
         if memory is None:
             raise ToolError(f"The path {path} does not exist. Please provide a valid path.")
         return memory
 
     def _read(self, path: str) -> str:
-        if path == PROFILE:
+        if _path(path) == PROFILE:
             return self.agent.profile_text()
         return self._existing(path).content
 
-    def _write(self, path: str, text: str) -> str:
-        if path == PROFILE:
-            return self._edit_profile(text)
-        self.agent.update_memory(self._existing(path).id, content=text)
-        return f"The memory file has been edited:\n{_numbered(path, text, None)}"
+    def _write(self, path: str, text: str) -> None:
+        """An archive file's new text. A memory that other files share is not changed under
+        them: the file moves to a memory of its own (copy on write)."""
+        memory = self._existing(path)
+        name = _archive_name(_path(path))
+        if FILES.alone(memory, name):
+            self.agent.update_memory(memory.id, content=text)
+            return
+        landed = self._store(name, text, path, like=memory)
+        if landed.id != memory.id:
+            FILES.rename(self.agent, memory, name, None)
+
+    def _store(
+        self, name: str, text: str, path: str, like: MemoryRecord | None = None
+    ) -> MemoryRecord:
+        """Memorize ``text`` as the file ``name`` (with ``like``'s fields, if given). A text the
+        archive already holds, word for word, adds the name to that memory; one it holds in
+        other words, or only as another agent's memory, is refused: no success without a file
+        at ``path`` that reads ``text``."""
+        written = self.agent.memorize(
+            text,
+            category=like.category if like else DEFAULT_CATEGORY,
+            subject=like.subject if like else None,
+            importance=like.importance if like else None,
+            scope=like.scope if like else Scope.PRIVATE,
+            source_context=FILES.source_context([name], None),
+        )
+        found = written.memory
+        if not written.duplicate or name in FILES.names(found):
+            return found
+        if found.agent_id == self.agent.id and found.content == text.strip():
+            return FILES.rename(self.agent, found, None, name)
+        where = (
+            _file(found)
+            if found.agent_id == self.agent.id
+            else f"{found.author_name}'s shared memory {found.id}"
+        )
+        raise ToolError(
+            f"Nothing was written to {path}: the archive already holds this as {where}, in "
+            f"other words: {found.content!r}. Use that file, or write its exact text here to "
+            "keep both names."
+        )
 
     # the profile --------------------------------------------------------------------------------
     def _edit_profile(self, text: str) -> str:
@@ -221,12 +272,13 @@ class HivekeepMemoryTool(BetaAbstractMemoryTool):
 
 
 def _path(path: str) -> str:
-    """``path`` without a trailing slash, if it lies under /memories; anything else is refused."""
+    """``path`` without a trailing slash, if it lies under /memories; anything else is refused
+    (in the words of the SDK's own backend)."""
     parts = path.split("/")
     if not path.startswith(ROOT) or (len(path) > len(ROOT) and path[len(ROOT)] != "/"):
         raise ToolError(f"Path must start with {ROOT}, got: {path}")
     if ".." in parts or "\\" in path or "\x00" in path:
-        raise ToolError(f"Path {path} would escape the {ROOT} directory.")
+        raise ToolError(f"Path {path} would escape {ROOT} directory")
     return path.rstrip("/") or ROOT
 
 
@@ -244,8 +296,33 @@ def _unnamed(memory: MemoryRecord) -> str:
     return f"memory-{memory.id}.md"
 
 
+FILES = Naming(FILE_MARK, _unnamed)
+
+
 def _file(memory: MemoryRecord) -> str:
-    return f"{ARCHIVE}/{name_of(memory, FILE_MARK, _unnamed)}"
+    return f"{ARCHIVE}/{FILES.names(memory)[0]}"
+
+
+def _lines_of(text: str) -> list[str]:
+    """A file's lines as the SDK's backend counts them: no empty last line after a final newline."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def _occurrences(text: str, part: str) -> str:
+    """The lines (from 1) where ``part`` starts, every occurrence, as ``1, 3``."""
+    starts, at = [], text.find(part)
+    while at != -1:
+        starts.append(str(text[:at].count("\n") + 1))
+        at = text.find(part, at + 1)
+    return ", ".join(starts)
+
+
+def _snippet(text: str, line: int) -> str:
+    """Two lines either side of ``line`` (from 0), numbered: what a str_replace answers."""
+    lines = text.split("\n")
+    shown = range(max(0, line - 2), min(len(lines), line + 3))
+    return "\n".join(f"{n + 1:>{NUMBER_WIDTH}}\t{lines[n]}" for n in shown)
 
 
 def _numbered(path: str, text: str, view_range: list[int] | None) -> str:

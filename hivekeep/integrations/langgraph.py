@@ -4,8 +4,12 @@ The mapping (docs/integrations.md, "LangGraph"):
 
 - a namespace is ``(agent,)`` or ``(agent, subject)``: the hive's agent of that name (created on
   the first put) and the memory's subject (none for ``(agent,)``);
-- a key is kept with its memory, on the first line of its ``source_context``; a memory written
-  through another interface has its id as its key;
+- a key is kept with its memory, on a line of its ``source_context``; a put of a text the
+  namespace already holds adds its key to that memory, and one memory may have several keys
+  (a delete drops one key; the memory goes when its last does). A memory written through
+  another interface has its id as its key;
+- labels are case-sensitive, as LangGraph's: a put under a case twin of an agent's name or
+  subject is refused, since the hive matches those whatever their case;
 - a value is ``{"content": text, "category", "importance", "scope", "source_context"}``; only
   ``content`` is required (``category`` defaults to ``"fact"``);
 - ``search(..., query=...)`` is the agent's hybrid ``recall``; without a query it lists, newest
@@ -40,13 +44,12 @@ except ImportError as exc:  # the extra is not installed, or too old
     raise needs_extra("langgraph", exc) from exc
 
 from hivekeep import Agent, Category, Hive, MemoryRecord, NotFound, ValidationError
-from hivekeep.integrations._named import find_named, name_of, own_memories, split_name, with_name
+from hivekeep.integrations._named import KEY_MARK, Naming, own_memories
 
 __all__ = ["HivekeepStore"]
 
 VALUE_FIELDS = ("content", "category", "importance", "scope", "source_context")
 DEFAULT_CATEGORY = "fact"
-KEY_MARK = "langgraph-key:"  # the first line of a memory's source_context that holds its key
 RECALL_POOL = 50  # recall's largest limit: a query search ranks at most this many per agent
 
 Address = tuple[str, str | None]  # (agent name, subject)
@@ -90,43 +93,49 @@ class HivekeepStore(BaseStore):
         name, subject = _address(op.namespace)
         agent = self._agent(name)
         memory = None if agent is None else _find(agent, subject, op.key)
-        return None if memory is None or agent is None else _item(agent, memory)
+        return None if memory is None or agent is None else _item(agent, memory, op.key)
 
     def _put(self, op: PutOp) -> None:
         name, subject = _address(op.namespace)
         if op.ttl is not None:
             raise ValidationError("HivekeepStore keeps memories until they are forgotten: no ttl.")
-        if op.value is None:  # a delete: to the trash, restorable (Agent.restore_memory)
-            agent = self._agent(name)
-            found = None if agent is None else _find(agent, subject, op.key)
-            if found is not None and agent is not None:
-                agent.forget(found.id)
+        if op.value is None:
+            self._delete(name, subject, op.key)
             return
         fields = _fields(op.value)
-        agent = self.hive.agent(name)
-        memory = _find(agent, subject, op.key)
+        if subject is not None:
+            _stored_as_given(subject)
+        agent = self._writer(name)
+        memory = _find(agent, subject, op.key, writing=True)
         if memory is None:
-            agent.memorize(
-                fields["content"],
+            _add(agent, subject, op.key, fields)
+        elif KEYS.alone(memory, op.key):  # the key's own memory
+            agent.update_memory(
+                memory.id,
+                content=fields["content"],
                 category=fields["category"],
-                subject=subject,
                 importance=fields["importance"],
                 scope=fields["scope"],
-                source_context=with_name(KEY_MARK, op.key, fields["source_context"]),
+                source_context=KEYS.source_context(
+                    [op.key], fields["source_context"], beside=memory.source_context
+                ),
             )
-            return
-        if split_name(KEY_MARK, memory.source_context)[1] != fields["source_context"]:
-            raise ValidationError(
-                f"The memory under key {op.key!r} has another source_context; a stored "
-                "memory's source_context cannot change (delete the key and put it again)."
-            )
-        agent.update_memory(
-            memory.id,
-            content=fields["content"],
-            category=fields["category"],
-            importance=fields["importance"],
-            scope=fields["scope"],
-        )
+        else:  # other keys share the memory: the key moves, so their items stay as they are
+            landed = _add(agent, subject, op.key, fields)
+            if landed.id != memory.id:
+                KEYS.rename(agent, memory, op.key, None)
+
+    def _delete(self, name: str, subject: str | None, key: str) -> None:
+        """The key's item goes; its memory goes to the trash (restorable with
+        ``Agent.restore_memory``) unless other keys still reach it."""
+        agent = self._agent(name)
+        memory = None if agent is None else _find(agent, subject, key)
+        if memory is None or agent is None:
+            return  # deleting what is not there does nothing, as in InMemoryStore
+        if KEYS.alone(memory, key):
+            agent.forget(memory.id)
+        else:
+            KEYS.rename(agent, memory, key, None)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = op.namespace_prefix
@@ -153,6 +162,7 @@ class HivekeepStore(BaseStore):
             _namespace(agent, memory.subject)
             for agent in self.hive.agents()
             for memory in own_memories(agent)
+            if KEYS.names(memory)  # none: only another adapter's names reach it
         }
         chosen = [
             ns for ns in namespaces if all(_does_match(c, ns) for c in op.match_conditions or ())
@@ -163,7 +173,24 @@ class HivekeepStore(BaseStore):
 
     # agents -------------------------------------------------------------------------------------
     def _agent(self, name: str) -> Agent | None:
-        """The agent a namespace names, or None: reads never create one."""
+        """The agent a namespace names, exactly, or None: reads never create one, and a label is
+        case-sensitive as in LangGraph (``("Foo",)`` is not the agent ``foo``)."""
+        agent = self._named(name)
+        return agent if agent is not None and agent.name == name else None
+
+    def _writer(self, name: str) -> Agent:
+        """The agent a put writes as, created on the first put. Hive names are unique whatever
+        their case, so a label that differs from an agent's name only in case is refused."""
+        agent = self._named(name)
+        if agent is not None and agent.name != name:
+            raise InvalidNamespaceError(
+                f"Namespace label {name!r} is the hive's agent {agent.name!r} in another case; "
+                f"agent names are unique whatever their case, so ({name!r},) cannot be a "
+                f"namespace of its own. Use ({agent.name!r}, ...)."
+            )
+        return agent or self.hive.agent(_stored_as_given(name))
+
+    def _named(self, name: str) -> Agent | None:
         if name.strip().isdigit():  # get_agent would take it for an id; no name is all digits
             return None
         try:
@@ -190,6 +217,17 @@ def _address(namespace: tuple[str, ...]) -> Address:
     return namespace[0], namespace[1] if len(namespace) == 2 else None
 
 
+def _stored_as_given(label: str) -> str:
+    """A label the hive would store changed (trimmed, control characters dropped) could never
+    be read back under itself: refused."""
+    if label != label.strip() or not label.isprintable():
+        raise InvalidNamespaceError(
+            f"Namespace label {label!r} has spaces around it or characters that cannot be "
+            "printed; the hive would store it changed."
+        )
+    return label
+
+
 def _namespace(agent: Agent, subject: str | None) -> tuple[str, ...]:
     return (agent.name,) if subject is None else (agent.name, subject)
 
@@ -213,19 +251,43 @@ def _fields(value: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _item(agent: Agent, memory: MemoryRecord, score: float | None = None) -> SearchItem:
+def _add(agent: Agent, subject: str | None, key: str, fields: dict[str, Any]) -> MemoryRecord:
+    """Memorize the value under ``key``: a new memory, or, when the namespace already holds the
+    text (dedup), the key is added to that memory, whose item it then reads."""
+    written = agent.memorize(
+        fields["content"],
+        category=fields["category"],
+        subject=subject,
+        importance=fields["importance"],
+        scope=fields["scope"],
+        source_context=KEYS.source_context([key], fields["source_context"]),
+    )
+    found = written.memory
+    if not written.duplicate or key in KEYS.names(found):
+        return found
+    if found.agent_id != agent.id or found.subject != subject:
+        where = (found.author_name, *(() if found.subject is None else (found.subject,)))
+        raise ValidationError(
+            f"Nothing was stored under {_namespace(agent, subject)!r}, key {key!r}: the hive "
+            f"already holds this text as memory {found.id}, key {KEYS.names(found)[0]!r} of "
+            f"{where!r}, and a key can only reach a memory of its own namespace. Read it there."
+        )
+    return KEYS.rename(agent, found, None, key)
+
+
+def _item(agent: Agent, memory: MemoryRecord, key: str, score: float | None = None) -> SearchItem:
     value: dict[str, Any] = {
         "content": memory.content,
         "category": memory.category.value,
         "importance": memory.importance,
         "scope": memory.scope.value,
     }
-    context = split_name(KEY_MARK, memory.source_context)[1]
+    context = KEYS.context(memory)
     if context is not None:
         value["source_context"] = context
     return SearchItem(
         namespace=_namespace(agent, memory.subject),
-        key=name_of(memory, KEY_MARK, _by_id),
+        key=key,
         value=value,
         created_at=memory.created_at,  # type: ignore[arg-type]  # Item parses ISO strings
         updated_at=memory.updated_at,  # type: ignore[arg-type]
@@ -233,34 +295,54 @@ def _item(agent: Agent, memory: MemoryRecord, score: float | None = None) -> Sea
     )
 
 
+def _items(agent: Agent, memory: MemoryRecord, score: float | None = None) -> list[SearchItem]:
+    """One item per key that reaches the memory, as a key-value store lists them."""
+    return [_item(agent, memory, key, score) for key in KEYS.names(memory)]
+
+
 def _by_id(memory: MemoryRecord) -> str:
     """The key of a memory written through another interface: its id."""
     return str(memory.id)
 
 
-def _find(agent: Agent, subject: str | None, key: str) -> MemoryRecord | None:
-    """The memory under ``key`` in the namespace ``(agent, subject)`` exactly."""
-    here = (m for m in own_memories(agent, subject=subject) if _same(m.subject, subject))
-    return find_named(here, KEY_MARK, key, _by_id)
+KEYS = Naming(KEY_MARK, _by_id)
 
 
-def _same(a: str | None, b: str | None) -> bool:
-    """Subjects match as recall matches them: trimmed and case-folded."""
-    return (a is None and b is None) or (
-        a is not None and b is not None and a.strip().casefold() == b.strip().casefold()
-    )
+def _find(
+    agent: Agent, subject: str | None, key: str, *, writing: bool = False
+) -> MemoryRecord | None:
+    """The memory under ``key`` in the namespace ``(agent, subject)`` exactly: subject labels are
+    case-sensitive, as LangGraph's are."""
+    return KEYS.find(_in_namespace(agent, subject, writing=writing), key)
+
+
+def _in_namespace(agent: Agent, subject: str | None, *, writing: bool) -> Iterator[MemoryRecord]:
+    """The agent's own memories of the namespace, newest first. Recall and dedup match subjects
+    whatever their case, so a put (``writing``) under a label that differs from the agent's
+    subjects only in case is refused rather than mixed with theirs."""
+    for memory in own_memories(agent, subject=subject):
+        if memory.subject == subject:
+            yield memory
+        elif writing and subject is not None and memory.subject is not None:
+            raise InvalidNamespaceError(
+                f"Namespace label {subject!r} is the subject {memory.subject!r} of "
+                f"{agent.name!r}'s memories in another case; hivekeep matches subjects whatever "
+                f"their case, so it cannot be a namespace of its own. Use "
+                f"({agent.name!r}, {memory.subject!r})."
+            )
 
 
 def _ranked(
     agents: list[Agent], query: str, subject: str | None, category: str | None
 ) -> list[SearchItem]:
     found = [
-        _item(agent, hit.memory, hit.score)
+        item
         for agent in agents
         for hit in agent.recall(
             query, limit=RECALL_POOL, subject=subject, category=category, count_retrieval=False
         ).hits
-        if hit.memory.agent_id == agent.id
+        if hit.memory.agent_id == agent.id and (subject is None or hit.memory.subject == subject)
+        for item in _items(agent, hit.memory, hit.score)
     ]
     return sorted(found, key=lambda item: -(item.score or 0.0))
 
@@ -268,7 +350,8 @@ def _ranked(
 def _newest(agents: list[Agent], subject: str | None, category: str | None) -> Iterator[SearchItem]:
     for agent in agents:
         for memory in own_memories(agent, subject=subject, category=category):
-            yield _item(agent, memory)
+            if subject is None or memory.subject == subject:
+                yield from _items(agent, memory)
 
 
 def _matches(value: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

@@ -25,6 +25,7 @@ try:
     from agents import FunctionTool, RunContextWrapper, Tool
     from agents.items import TResponseInputItem
     from agents.memory import SessionABC, SessionSettings
+    from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 except ImportError as exc:  # the extra is not installed, or too old
     raise needs_extra("openai-agents", exc) from exc
 
@@ -44,8 +45,12 @@ class HivekeepSession(SessionABC):
     continue; None starts one titled ``title``. ``compact=False`` stores turns without the
     compaction check (no model needed). Compaction uses the hive's models for the agent (its chat
     model's context window sets the trigger; ``COMPACTING_MODEL`` / ``MEMORY_EXTRACTION_MODEL``
-    write the summaries and run maintenance), not the SDK agent's model.
+    write the summaries and run maintenance), not the SDK agent's model. ``session_settings``
+    (a ``SessionSettings`` or a dict, as the SDK's own sessions take it): its ``limit`` caps
+    ``get_items`` when no ``limit`` is passed there.
     """
+
+    session_settings: SessionSettings | None = None
 
     def __init__(
         self,
@@ -54,11 +59,15 @@ class HivekeepSession(SessionABC):
         *,
         title: str = "",
         compact: bool = True,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
         self.agent = agent
         self.compact = compact
-        self.session_settings = session_settings
+        self.session_settings = (
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(session_settings)
+        )
         record = (
             agent.start_conversation(title)
             if conversation is None
@@ -68,11 +77,16 @@ class HivekeepSession(SessionABC):
         self.session_id = str(record.id)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """What the model reads next: the system item (profile, summaries), then the raw tail;
-        ``limit``: only the latest that many items."""
+        """What the model reads next: the system item (profile, summaries), then the raw tail.
+
+        Only the latest ``limit`` items, else ``session_settings.limit``'s, as the SDK's
+        ``SQLiteSession`` reads them: None or a negative limit is every item, 0 none."""
         context = await asyncio.to_thread(self.agent.context, self.conversation_id)
         items = session_items(context.messages)
-        return items if limit is None else items[max(len(items) - limit, 0) :]
+        session_limit = resolve_session_limit(limit, self.session_settings)
+        if session_limit is None or session_limit < 0:
+            return items
+        return items[len(items) - session_limit :] if session_limit else []
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Store the items as messages in one transaction, then the compaction check."""

@@ -8,10 +8,14 @@ called from arbitrary web origins.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from importlib.metadata import version
 
 from fastapi import APIRouter, Depends, FastAPI
+from fastapi.responses import RedirectResponse
 from fastapi_offline import FastAPIOffline
 
 from hivekeep.hive import Hive
@@ -23,6 +27,7 @@ from hivekeep.server.limits import BodyLimit
 from hivekeep.server.routes import ROUTERS
 from hivekeep.server.schemas import Health
 from hivekeep.server.ui import mount_ui
+from hivekeep.server.watch import WATCH_S, watch_hive
 
 DESCRIPTION = """Persistent memory for LLM agents: agents, their archive of memories, their
 profile, the seven memory tools, and live events (SSE).
@@ -42,15 +47,30 @@ def create_app(
     token: str | None = None,
     heartbeat_s: float = HEARTBEAT_S,
     hosts: Iterable[AllowedHost] | None = None,
+    watch_s: float | None = WATCH_S,
 ) -> FastAPI:
     """The API over ``hive``; with ``token``, /api routes (but health) need it as a bearer token.
 
     ``hosts``: the Host names answered (``guard.allowed_hosts``); by default 127.0.0.1,
     localhost and [::1] on any port, plus the hive's ``allowed_hosts`` setting. The caller keeps
-    ownership of ``hive`` (opens and closes it around the server's life).
+    ownership of ``hive`` (opens and closes it around the server's life). ``watch_s``: how often
+    to look for other processes' writes (``watch.py``); None: never.
     """
-    # /docs loads Swagger UI from the package (fastapi-offline), never from a CDN. No /redoc: its
-    # bundle fetches a logo from cdn.redoc.ly whatever the options, so it is not fully offline.
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        watcher = asyncio.create_task(watch_hive(hive, watch_s)) if watch_s else None
+        try:
+            yield
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+
+    # /docs loads Swagger UI from the package (fastapi-offline), never from a CDN. No ReDoc: its
+    # bundle fetches a logo from cdn.redoc.ly whatever the options, so it is not fully offline;
+    # /redoc, where FastAPI users look by habit, redirects to /docs rather than answer 404.
     app = FastAPIOffline(
         title="hivekeep",
         version=version("hivekeep"),
@@ -60,6 +80,7 @@ def create_app(
         static_url="/static-docs",
         favicon_url="/favicon.ico",
         swagger_ui_parameters={"validatorUrl": None},  # no badge fetched from swagger.io
+        lifespan=lifespan,
     )
     app.state.hive = hive
     app.state.heartbeat_s = heartbeat_s
@@ -69,6 +90,10 @@ def create_app(
     if hosts is None:
         hosts = allowed_hosts(None, extra=hive.settings.allowed_hosts)
     app.add_middleware(RequestGuard, hosts=hosts)  # 421 / 403 / 415, before anything else
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc() -> RedirectResponse:
+        return RedirectResponse("/docs", status_code=307)
 
     @app.get("/api/health", tags=["health"])
     def health() -> Health:

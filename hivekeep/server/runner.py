@@ -23,6 +23,20 @@ log = logging.getLogger(__name__)
 GRACEFUL_SHUTDOWN_S = 5  # the last resort, for a response stuck sending to a slow client
 
 
+def model_note(hive: Hive) -> tuple[str, str | None]:
+    """The start line's ``model: …`` part, and a warning line when that model cannot be used
+    (its API key is missing): said at start, not at the first chat."""
+    model, problem = hive.llm_status()
+    if model is None:
+        return "model: none (chat needs HIVEKEEP_LLM or an agent's model)", None
+    if problem is None:
+        return f"model: {model}", None
+    return f"model: {model}, NOT USABLE", (
+        f"the model {model} cannot be used: {problem} Chat and compaction fail until it is "
+        "set; the web UI's Settings can give this server the key (kept in memory only)."
+    )
+
+
 def _resume(hive: Hive) -> None:
     try:
         outcome = hive.resume()

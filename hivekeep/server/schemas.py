@@ -7,7 +7,7 @@ mirror ``hivekeep.views.memory_view``, the one JSON shape of a memory.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -93,7 +93,21 @@ class MemoryOut(BaseModel):
     author_deleted: bool | None = Field(
         default=None, description="True when the author was deleted (the memory stays shared)."
     )
-    score: float | None = Field(default=None, description="Relevance, in search results only.")
+    score: float | None = Field(
+        default=None,
+        description="Search results only: the fused rank score (reciprocal-rank fusion), which "
+        "orders the hits; it is not a similarity and is not comparable across queries.",
+    )
+    match: Literal["strong", "weak"] | None = Field(
+        default=None,
+        description="Search results only: 'strong' when the memory holds every word of the "
+        "query or is close in meaning to it, else 'weak' (some words, or faintly related).",
+    )
+    found_by: list[Literal["vector", "text", "text_partial"]] | None = Field(
+        default=None,
+        description="Search results only: the arms that found it: 'vector' (meaning), 'text' "
+        "(every query word), 'text_partial' (some of the words).",
+    )
 
 
 class MemoryList(BaseModel):

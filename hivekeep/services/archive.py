@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from hivekeep.core.dedup import DedupRule
+from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule
 from hivekeep.core.text import clean_text, embedding_text, normalise_text
 from hivekeep.errors import ProviderError, ValidationError
 from hivekeep.events import EventBus
@@ -25,6 +25,7 @@ from hivekeep.store.base import (
     Vector,
     _Keep,
 )
+from hivekeep.store.rows import first_version
 from hivekeep.types import Actor
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ class ArchiveService:
     ) -> None:
         self.store = store
         self.embeddings = embeddings
-        self.dedup = DedupRule(threshold=dedup_threshold, words=embeddings.word_similarity)
+        self.dedup = DedupRule(threshold=dedup_threshold)
         self.events = events
 
     def memorize_many(
@@ -74,6 +75,7 @@ class ArchiveService:
         *,
         batch_size: int = 256,
         vectors: Sequence[Vector | None] | None = None,
+        by: Actor = Actor.AGENT,
     ) -> list[Memorized]:
         """The one write path: embed in batches, then dedup and insert all in one transaction.
 
@@ -81,7 +83,9 @@ class ArchiveService:
         text at once, backfilled later) rather than lost. ``vectors`` (import): one per memory,
         already made by this hive's model (``embed``, or an export's own), None to store that
         memory pending; nothing is embedded here then. Events are sent as each memory is stored,
-        or, inside ``EventBus.deferred``, when the caller's transaction has committed.
+        or, inside ``EventBus.deferred``, when the caller's transaction has committed. ``by``:
+        who wrote them; another than the agent (a person typing into a UI) is recorded as the
+        first version, in the same transaction, so history does not say "create by agent".
         """
         memories = [_cleaned(m) for m in memories]  # control characters: see clean_text
         if vectors is None:
@@ -92,7 +96,15 @@ class ArchiveService:
             MemoryWrite(memory, vector, normalise_text(memory.content))
             for memory, vector in zip(memories, vectors, strict=True)
         ]
-        inserted = self.store.insert_memories(writes, dedup=self.dedup)
+        if by is Actor.AGENT:
+            inserted = self.store.insert_memories(writes, dedup=self.dedup)
+        else:
+            with self.store.transaction():
+                inserted = self.store.insert_memories(writes, dedup=self.dedup)
+                for result in inserted:
+                    if not result.duplicate:
+                        first = replace(first_version(result.memory), changed_by=by)
+                        self.store.put_memory_versions(result.memory.id, [first])
         for result in inserted:
             if not result.duplicate:
                 self._publish("memory:created", result.memory)
@@ -140,6 +152,30 @@ class ArchiveService:
         )
         self._publish("memory:updated", updated)
         return updated
+
+    def known_as(
+        self, viewer_id: int, content: str, subject: str | None, *, excluding: int
+    ) -> MemoryRecord | None:
+        """The live memory, visible to ``viewer_id`` and other than ``excluding``, that a write
+        of this text would be deduplicated to (the same rule as ``memorize_many``: the same text,
+        else the rule over the closest vectors); None when there is none. For a restore, which
+        brings back an existing memory rather than inserting one."""
+        found = self.store.find_same_text(viewer_id, normalise_text(content), excluding=excluding)
+        if found is None:
+            vector = self.embeddings.try_embed_one(embedding_text(content, subject))
+            if vector is None:  # the exact-text check stands alone, as for a pending write
+                return None
+            close = [
+                (memory_id, similarity)
+                for memory_id, similarity in self.store.vector_search(
+                    viewer_id, vector, NEIGHBOURS + 1, MemoryFilter()
+                )
+                if memory_id != excluding and similarity >= self.dedup.floor
+            ]
+            rows = self.store.fetch_memories(viewer_id, [memory_id for memory_id, _ in close])
+            candidates = [Candidate(i, rows[i].content, score) for i, score in close if i in rows]
+            found = self.dedup.judge(content, candidates).duplicate_of
+        return None if found is None else self.store.get_memory(found, viewer_id)
 
     def forget(self, agent_id: int, memory_id: int, *, by: Actor = Actor.AGENT) -> None:
         """Owner-only: the memory goes to the trash (restorable until the retention ends)."""
@@ -210,10 +246,16 @@ def _cleaned(memory: NewMemory) -> NewMemory:
     )
 
 
+def _kept_or(value: str | _Keep | None, name: str) -> str | _Keep | None:
+    """An optional text field of an update: ``KEEP`` stays, else as ``_optional``."""
+    return value if isinstance(value, _Keep) else _optional(value, name)
+
+
 def _cleaned_changes(changes: MemoryChanges) -> MemoryChanges:
-    content, subject = changes.content, changes.subject
+    content = changes.content
     return dataclasses.replace(
         changes,
         content=content if isinstance(content, _Keep) else _clean_field(content, "content"),
-        subject=subject if isinstance(subject, _Keep) else _optional(subject, "subject"),
+        subject=_kept_or(changes.subject, "subject"),
+        source_context=_kept_or(changes.source_context, "source_context"),
     )

@@ -5,6 +5,9 @@ search and no extra LLM call), offers the seven memory tools, runs the tool call
 through the one dispatcher and feeds the results back, for at most ``max_steps`` model calls (the
 last one is offered no tools, so a turn always ends in text). Every message is stored with its
 speaker, tool calls, tool name and time. After the turn the compaction check runs.
+
+A turn that fails (the model is down) keeps the user's message stored: sending the same message
+again retries that turn in place rather than storing it twice (``_user_turn``).
 """
 
 from __future__ import annotations
@@ -92,10 +95,7 @@ class ChatService:
     ) -> Iterator[ChatEvent]:
         """Yield text as it streams, each tool use as it completes, then one ``ChatReply``."""
         llm = self.llms.chat_model(agent.id)
-        stored = self.store.add_messages(
-            conversation_id,
-            [NewMessage("user", message, message_tokens(message), speaker=speaker)],
-        )
+        stored = self._user_turn(conversation_id, message, speaker)
         uses: list[ToolUse] = []
         steps = 0
         content = ""
@@ -140,6 +140,21 @@ class ChatService:
             stored += self.store.add_messages(conversation_id, results)
         outcome = self.compaction.after_turn(agent, conversation_id)
         yield ChatReply(conversation_id, content, stored, uses, steps, outcome)
+
+    def _user_turn(
+        self, conversation_id: int, message: str, speaker: str | None
+    ) -> list[MessageRecord]:
+        """The user's message, stored; or, when the conversation ends with this same message
+        unanswered (its turn failed before any reply was stored), that one, answered in place: a
+        retry is never stored twice, and the model never reads the message twice in a row."""
+        raw = self.store.raw_messages(conversation_id)
+        last = raw[-1] if raw else None
+        if last and (last.role, last.content, last.speaker) == ("user", message, speaker):
+            return [last]
+        return self.store.add_messages(
+            conversation_id,
+            [NewMessage("user", message, message_tokens(message), speaker=speaker)],
+        )
 
 
 def _run(run_tool: ToolRunner, call: ToolCall) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from hivekeep.core.tokens import count_tokens
 from hivekeep.core.transcript import DatedText
 from hivekeep.errors import NotFound, ValidationError
 from hivekeep.providers.llm.base import estimate_usage
+from hivekeep.providers.llm.context_windows import check_context_window
 from hivekeep.store.base import KEEP, AgentRecord, Store, _Keep
 from hivekeep.store.conversations import (
     AgentSettings,
@@ -90,14 +91,20 @@ class ConversationService:
         compaction: Mapping[str, Any] | None = None,
         compacting_model: str | _Keep | None = KEEP,
         extraction_model: str | _Keep | None = KEEP,
+        context_window: int | _Keep | None = KEEP,
     ) -> AgentSettings:
         """Change the agent's model spec and/or compaction overrides (validated before saving).
 
         ``compaction`` replaces the overrides: keys are ``CompactionSettings`` fields; ``{}``
-        returns to the hive's numbers.
+        returns to the hive's numbers. ``context_window``: its chat model's window (None: back
+        to the hive's).
         """
         current = self.store.get_agent_settings(agent_id)
         new = current
+        if not isinstance(context_window, _Keep):
+            if context_window is not None:
+                check_context_window(context_window)
+            new = dataclasses.replace(new, context_window=context_window)
         specs: dict[str, str | _Keep | None] = {
             "model": model,
             "compacting_model": compacting_model,

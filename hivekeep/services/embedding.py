@@ -15,7 +15,6 @@ from hivekeep.store.base import EmbeddingSpace
 log = logging.getLogger(__name__)
 
 FloatArray = np.ndarray[Any, np.dtype[np.float32]]
-WORD_CACHE = 4096
 
 
 class EmbeddingService:
@@ -23,7 +22,6 @@ class EmbeddingService:
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
-        self._words: dict[str, FloatArray] = {}  # single-word vectors for dedup's synonym check
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -58,21 +56,6 @@ class EmbeddingService:
 
     def embed_one(self, text: str) -> FloatArray:
         return self.embed([text])[0]
-
-    def word_similarity(self, first: str, second: str) -> float:
-        """Cosine of two single words' vectors (dedup's synonym check); 0.0 when the embedder
-        fails, so a doubt keeps the memory. Word vectors are cached (at most WORD_CACHE)."""
-        missing = [w for w in dict.fromkeys((first, second)) if w not in self._words]
-        if missing:
-            try:
-                vectors = self.embed(missing)
-            except ProviderError as exc:
-                log.warning("Word similarity unavailable, the memory is kept: %s", exc)
-                return 0.0
-            if len(self._words) + len(missing) > WORD_CACHE:
-                self._words.clear()
-            self._words.update(zip(missing, vectors, strict=True))
-        return float(self._words[first] @ self._words[second])
 
     def try_embed_one(self, text: str) -> FloatArray | None:
         """A vector, or None when the embedder failed (the caller stores the row as pending)."""

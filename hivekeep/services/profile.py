@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hivekeep.core import profile as doc
 from hivekeep.core.text import clean_text
@@ -44,8 +44,14 @@ class ProfileService:
 
         content = clean_text(content, "content")  # control characters: see clean_text
 
+        unchanged = False
+
         def change(current: ProfileRecord) -> tuple[str, int]:
+            nonlocal unchanged
             new_text = doc.apply_edit(current.text, section, operation, content, pin=pin)
+            unchanged = new_text == current.text  # the store then writes nothing
+            if unchanged:  # not even over budget: an edit that changes nothing is no harm
+                return new_text, current.tokens
             return new_text, doc.check_edit_budget(
                 current.text, new_text, self.budget, count_tokens
             )
@@ -53,6 +59,8 @@ class ProfileService:
         saved = self.store.modify_profile(
             agent_id, change, manual=True, written=Change(Actor.AGENT, Operation.EDIT)
         )
+        if unchanged:
+            return replace(saved, unchanged=True)
         return self._saved(saved, "edit_profile")
 
     def replace(
@@ -82,8 +90,9 @@ class ProfileService:
         return self.store.profile_history(agent_id)
 
     def restore(self, agent_id: int, version: int, *, by: Actor = Actor.PERSON) -> ProfileRecord:
-        """Make an older version's text current again, verbatim (it was valid when written), as
-        a new revision: history is never rewritten."""
+        """Make an older version's text current again, verbatim, as a new revision: history is
+        never rewritten. The text is judged as an edit (the budget rule, its tokens counted
+        anew): a stored version, imported ones included, is no proof that it fits now."""
         versions = self.store.profile_history(agent_id)
         target = next((v for v in versions if v.version == version), None)
         if target is None:
@@ -93,10 +102,11 @@ class ProfileService:
                 "List them with `hivekeep history --agent NAME`."
             )
         current = versions[0]
+        tokens = doc.check_edit_budget(current.text, target.text, self.budget, count_tokens)
         saved = self.store.save_profile(
             agent_id,
             target.text,
-            target.tokens,
+            tokens,
             expected_revision=current.version,
             manual=True,
             written=Change(by, Operation.RESTORE),

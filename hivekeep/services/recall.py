@@ -8,6 +8,7 @@ break by recency. Nothing here calls an LLM.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,13 +27,26 @@ log = logging.getLogger(__name__)
 
 POOL_FACTOR = 2  # each arm returns 2x the requested results
 FEEDBACK_DOCS = 3  # top full-text hits whose vectors steer the vector query
+# A hit is a "strong" match when it holds every word of the query, or its meaning is this close
+# (cosine, the bundled MiniLM: related sentences score about 0.4-0.7, an unrelated one that clears
+# the 0.2 floor about 0.2-0.35); anything else is "weak": found by some words, or faintly near.
+STRONG_SIMILARITY = 0.4
+FAINT_WEIGHT = 0.01  # of the full-text weight: ``ArmResults.faint`` ranks after every other hit
 
 
 @dataclass(frozen=True)
 class RecallHit:
     memory: MemoryRecord
-    score: float  # fused RRF score
+    score: float  # fused RRF score: ranks hits, says nothing of how well each one matches
     similarity: float | None  # cosine similarity to the query, when the vector arm found it
+    # the arms that found it: "vector", "text" (every query word) or "text_partial" (some)
+    found_by: tuple[str, ...] = ()
+
+    @property
+    def match(self) -> str:
+        """ "strong" (every word of the query, or close in meaning) or "weak" (see above)."""
+        close = self.similarity is not None and self.similarity >= STRONG_SIMILARITY
+        return "strong" if close or "text" in self.found_by else "weak"
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,8 @@ class RecallResult:
 class ArmResults:
     vector: list[tuple[int, float]]  # (id, similarity), floor applied
     text: list[int]
+    every_word: int = 0  # how many of ``text``, first, hold every query word (the rest: some)
+    faint: list[int] = dataclasses.field(default_factory=list)  # see ``RecallService.arms``
 
 
 class RecallService:
@@ -58,14 +74,22 @@ class RecallService:
     def arms(
         self, agent_id: int, query: str, pool: int, filters: MemoryFilter
     ) -> tuple[ArmResults, str | None]:
-        """Both arms' candidates; the vector arm degrades to empty (with a warning) on failure."""
-        text = self.text_arm(agent_id, query, pool, filters)
+        """Both arms' candidates; the vector arm degrades to empty (with a warning) on failure.
+
+        Hits found only by words every memory holds (see ``_telling``) neither steer the vector
+        arm nor rank among the others: those the vector arm missed come back as ``faint``, fused
+        after everything else (a word in every memory tells nothing, as BM25 weighs it)."""
+        text, every_word, untelling = self._text_hits(agent_id, query, pool, filters)
         try:
             vector = self.embeddings.embed_one(query)
         except ProviderError as exc:
             log.warning("recall fell back to full-text only: %s", exc)
-            return ArmResults([], text), f"Vector search unavailable, full-text results only: {exc}"
-        return ArmResults(self.vector_arm(agent_id, vector, text, pool, filters), text), None
+            warning = f"Vector search unavailable, full-text results only: {exc}"
+            return ArmResults([], (text + untelling)[:pool], every_word), warning
+        vectors = self.vector_arm(agent_id, vector, text, pool, filters)
+        near = {i for i, _ in vectors}
+        faint = [i for i in untelling if i not in near]
+        return ArmResults(vectors, text, every_word, faint), None
 
     def vector_arm(
         self,
@@ -99,17 +123,51 @@ class RecallService:
 
     def text_arm(self, agent_id: int, query: str, pool: int, filters: MemoryFilter) -> list[int]:
         """AND of all terms first; when that finds fewer than ``pool``, OR fills the rest."""
+        text, _, untelling = self._text_hits(agent_id, query, pool, filters)
+        return (text + untelling)[:pool]
+
+    def _text_hits(
+        self, agent_id: int, query: str, pool: int, filters: MemoryFilter
+    ) -> tuple[list[int], int, list[int]]:
+        """``text_arm``'s list, how many of it (first) the AND of all terms found, and apart the
+        OR hits that hold only words every memory holds (``_telling``)."""
         terms = fts_query.terms(query)
         if not terms:
-            return []
+            return [], 0, []
         found = self.store.text_search(agent_id, terms, pool, filters)
+        every_word = len(found)
+        untelling: list[int] = []
         if len(found) < pool and len(terms) > 1:
+            some = self.store.text_search(agent_id, terms, pool, filters, any_term=True)
+            if len(some) < pool:  # every match is in: a small archive, or rare words
+                telling = self._telling(agent_id, terms, pool, filters)
+                if telling != terms:
+                    kept = set(
+                        self.store.text_search(agent_id, telling, pool, filters, any_term=True)
+                        if telling
+                        else ()
+                    )
+                    untelling = [i for i in some if i not in kept and i not in found]
+                    some = [i for i in some if i in kept]
             seen = set(found)
-            for memory_id in self.store.text_search(agent_id, terms, pool, filters, any_term=True):
+            for memory_id in some:
                 if memory_id not in seen and len(found) < pool:
                     found.append(memory_id)
                     seen.add(memory_id)
-        return found
+        return found, every_word, untelling
+
+    def _telling(
+        self, agent_id: int, terms: tuple[str, ...], pool: int, filters: MemoryFilter
+    ) -> tuple[str, ...]:
+        """The terms that tell memories apart. In an archive of fewer than ``pool`` memories, a
+        term every one of them holds ("user" in four "The user …" facts) ranks them by length
+        alone, and would steer the vector arm with that noise."""
+        _, visible = self.store.list_memories(agent_id, filters, 1, 0)
+        if not 1 < visible < pool:  # one memory cannot be mis-ranked; a large archive is not
+            return terms
+        return tuple(
+            t for t in terms if len(self.store.text_search(agent_id, [t], pool, filters)) < visible
+        )
 
     def recall(
         self, agent_id: int, query: str, limit: int, filters: MemoryFilter, *, count: bool = True
@@ -119,12 +177,13 @@ class RecallService:
         pool = POOL_FACTOR * limit
         arms, warning = self.arms(agent_id, query, pool, filters)
         candidates = self.store.fetch_memories(
-            agent_id, list({*[i for i, _ in arms.vector], *arms.text})
+            agent_id, list({*[i for i, _ in arms.vector], *arms.text, *arms.faint})
         )
         assert self.defaults.rrf_k is not None and self.defaults.fts_weight is not None
         lists = [
             Ranked([i for i, _ in arms.vector], 1.0),
             Ranked(arms.text, self.defaults.fts_weight),
+            Ranked(arms.faint, self.defaults.fts_weight * FAINT_WEIGHT),
         ]
         recency = {i: m.created_at for i, m in candidates.items()}
         fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
@@ -137,10 +196,18 @@ class RecallService:
                 fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
         similarity = dict(arms.vector)
         hits = [
-            RecallHit(candidates[i], score, similarity.get(i))
+            RecallHit(candidates[i], score, similarity.get(i), _found_by(i, arms))
             for i, score in fused
             if i in candidates
         ][:limit]
         if count:
             self.store.mark_retrieved([hit.memory.id for hit in hits])
         return RecallResult(hits, warning)
+
+
+def _found_by(memory_id: int, arms: ArmResults) -> tuple[str, ...]:
+    found: tuple[str, ...] = ("vector",) if any(i == memory_id for i, _ in arms.vector) else ()
+    if memory_id in arms.text or memory_id in arms.faint:
+        whole = memory_id in arms.text[: arms.every_word]
+        found += ("text" if whole else "text_partial",)
+    return found

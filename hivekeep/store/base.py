@@ -119,6 +119,7 @@ class MemoryChanges:
     subject: str | _Keep | None = KEEP
     importance: int | _Keep | None = KEEP
     scope: Scope | _Keep = KEEP
+    source_context: str | _Keep | None = KEEP  # where the integrations keep an item's names
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,7 @@ class ProfileRecord:
     last_rewrite_at: str | None
     manually_edited_at: str | None
     updated_at: str | None
+    unchanged: bool = False  # an edit's result: the edit changed nothing, so nothing was written
 
 
 @dataclass(frozen=True)
@@ -303,6 +305,11 @@ class Store(ConversationStore, Protocol):
         """A memory the viewer can see; raises NotFound otherwise."""
         ...
 
+    def find_same_text(self, viewer_id: int, text_key: str, *, excluding: int = 0) -> int | None:
+        """The oldest memory visible to the viewer, other than ``excluding``, with this
+        ``text_key``: the exact-duplicate check of ``insert_memories``, for a restore."""
+        ...
+
     def update_memory(
         self,
         memory_id: int,
@@ -340,14 +347,26 @@ class Store(ConversationStore, Protocol):
         restore from the trash. Raises NotFound otherwise."""
         ...
 
-    def purge_memory(self, memory_id: int) -> bool:
-        """Erase a memory, live or trashed, with its history, full-text and vector rows, leaving
-        no trace of its text in the database files the backend controls (see docs/memory.md).
-        False when there was nothing to erase. An operator's action: no visibility check."""
+    def erase_memory(self, memory_id: int) -> bool:
+        """The first half of a purge: delete a memory, live or trashed, with its history,
+        full-text and vector rows, and record a pending scrub of it, in one transaction. False
+        when there was nothing to erase. An operator's action: no visibility check."""
+        ...
+
+    def finish_scrubs(self) -> list[int]:
+        """The second half: remove every trace of the erased text from the database files the
+        backend controls (docs/memory.md, "Purge"), then clear the pending records it covered;
+        returns their memory ids. A record stays, for the next call, until its scrub completed:
+        a purge cut short (a crash, a kill) is finished by the next one."""
+        ...
+
+    def pending_scrubs(self) -> list[int]:
+        """The memory ids erased by a purge whose scrub has not completed yet."""
         ...
 
     def purge_trash(self, deleted_before: str) -> int:
-        """Purge every memory trashed before the timestamp (retention); returns the count."""
+        """Purge (erase, then scrub) every memory trashed before the timestamp (retention);
+        returns the count."""
         ...
 
     # history carried by an export (``export --history``) and put back by an import ------------
@@ -430,6 +449,12 @@ class Store(ConversationStore, Protocol):
         """Memories waiting for a vector."""
         ...
 
+    def data_version(self) -> int | None:
+        """A number that changes when another connection (another process: the CLI, a script)
+        commits to the hive, and not on this store's own writes; None where the backend cannot
+        tell (PostgreSQL)."""
+        ...
+
     def memories_with_vectors(
         self, agent_id: int | None, *, after_id: int = 0, limit: int = 500
     ) -> list[tuple[MemoryRecord, npt.NDArray[np.float32] | None]]:
@@ -472,5 +497,7 @@ class Store(ConversationStore, Protocol):
     ) -> ProfileRecord:
         """Read, change and write the profile in one write transaction, so concurrent edits
         serialise instead of conflicting. ``change`` gets the current record and returns the new
-        text and its token count; if it raises, nothing is written and the error propagates."""
+        text and its token count; if it raises, nothing is written and the error propagates. A
+        text equal to the current one writes nothing either (no revision, no version): the
+        current record comes back."""
         ...

@@ -186,13 +186,16 @@ class AgentSettings:
 
     ``model`` chats; ``compacting_model`` writes and merges summaries and ``extraction_model``
     runs the maintenance call, bootstrap and regenerate (None: the hive's COMPACTING_MODEL /
-    MEMORY_EXTRACTION_MODEL, else the agent's chat model).
+    MEMORY_EXTRACTION_MODEL, else the agent's chat model). ``context_window``: the window, in
+    tokens, of the agent's chat model when it is named by a spec (None: HIVEKEEP_CONTEXT_WINDOW,
+    else the model's known window); stored in the settings' JSON, so no migration.
     """
 
     model: str | None = None
     compaction: dict[str, Any] = field(default_factory=dict)
     compacting_model: str | None = None
     extraction_model: str | None = None
+    context_window: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -200,6 +203,7 @@ class AgentSettings:
             "compaction": self.compaction,
             "compacting_model": self.compacting_model,
             "extraction_model": self.extraction_model,
+            "context_window": self.context_window,
         }
 
     @classmethod
@@ -209,6 +213,7 @@ class AgentSettings:
             compaction=dict(data.get("compaction", {})),
             compacting_model=data.get("compacting_model"),
             extraction_model=data.get("extraction_model"),
+            context_window=data.get("context_window"),
         )
 
 

@@ -14,6 +14,7 @@ from hivekeep.store.base import (
     NewMemory,
     ProfileRecord,
     ProfileVersion,
+    TrashedMemory,
 )
 from hivekeep.types import Actor, Category, EmbeddingState, Operation, Scope, Source
 
@@ -127,6 +128,29 @@ def first_version(memory: MemoryRecord) -> MemoryVersion:
         changed_at=memory.created_at,
         changed_by=Actor.MAINTENANCE if memory.source is Source.AUTOMATIC else Actor.AGENT,
         operation=Operation.CREATE,
+    )
+
+
+def trashed_from_row(row: Sequence[Any]) -> TrashedMemory:
+    """A trashed memory from a row selected with ``MEMORY_COLUMNS, deleted_at, deleted_by``."""
+    return TrashedMemory(memory_from_row(row), row[16], Actor(row[17]))
+
+
+def forgotten_version(item: TrashedMemory, version: int) -> MemoryVersion:
+    """The state of a trashed memory whose recorded history does not end with its forget (an
+    import's trash line with no history, or one cut short): the current state comes first."""
+    memory = item.memory
+    return MemoryVersion(
+        memory_id=memory.id,
+        version=version,
+        content=memory.content,
+        category=memory.category,
+        subject=memory.subject,
+        importance=memory.importance,
+        scope=memory.scope,
+        changed_at=item.deleted_at,
+        changed_by=item.deleted_by,
+        operation=Operation.FORGET,
     )
 
 

@@ -78,7 +78,7 @@ def test_memories_are_added_searched_edited_and_deleted(page: Page) -> None:
     filters.get_by_role("button", name="Search").click()
     first = page.locator(".memories .memory").first
     expect(first.locator(".content")).to_have_text("Ann lives in Lisbon since May")
-    expect(first.get_by_text(re.compile(r"^score "))).to_be_visible()
+    expect(first.locator(".badge.match")).to_have_text(re.compile(r"^(strong|weak) match$"))
     first.get_by_role("button", name="Edit").click()
     editor = page.locator(".memories form.memory-form")
     editor.get_by_label("Content").fill("Ann lives in Porto now")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from hivekeep import Hive, Settings
+from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.store.base import EmbeddingSpace, Store
 from hivekeep.store.sqlite import SQLiteStore
 
@@ -44,3 +46,20 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend_target(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Where a whole hive lives, on each backend: a file, or a clean PostgreSQL schema."""
+    from tests.postgres import hive_target
+
+    with hive_target(request.param) as where:
+        yield where
+
+
+@pytest.fixture
+def backend_hive(backend_target: str, local_embedder: LocalEmbedder) -> Iterator[Hive]:
+    """A hive on each backend, for contract tests that run through the façade (Python, REST,
+    the CLI) rather than the store alone."""
+    with Hive(backend_target, embedder=local_embedder, settings=Settings()) as opened:
+        yield opened

@@ -16,6 +16,8 @@ from hivekeep.store.base import (
     MemoryFilter,
     Store,
 )
+from hivekeep.store.postgres import PostgresStore
+from hivekeep.store.sqlite import SQLiteStore
 from hivekeep.types import Actor, Category, Operation, Scope
 from tests.contract.test_store import put, vec
 
@@ -82,8 +84,10 @@ def test_history_follows_visibility(store: Store, agents: tuple[int, int]) -> No
     alice, bob = agents
     private = put(store, alice, "alice's secret")
     shared = put(store, alice, "office wifi is hive42", scope=Scope.SHARED)
-    with pytest.raises(NotFound):
-        store.memory_history(private, bob)
+    with pytest.raises(NotFound, match="visible to this agent or in its trash"):
+        store.memory_history(private, bob)  # not "not in this agent's trash" alone
+    with pytest.raises(NotFound, match="No memory with id 999 is visible"):
+        store.memory_history(999, bob)
     assert store.memory_history(shared, bob)[0].content == "office wifi is hive42"
 
 
@@ -178,7 +182,8 @@ def test_deleting_an_agent_erases_its_private_trash_and_keeps_shared(
     store.delete_memory(private, alice)
     store.delete_memory(shared, alice)
     store.delete_agent(alice)
-    assert store.purge_memory(private) is False  # nothing left to erase
+    assert store.erase_memory(private) is False  # nothing left to erase
+    assert store.pending_scrubs() == []
     [trashed], _ = store.list_trash(PERSON, 10, 0)
     assert trashed.memory.id == shared and trashed.memory.author_deleted
     assert store.restore_memory(shared, PERSON, by=Actor.PERSON).author_name == "alice"
@@ -203,23 +208,79 @@ def test_purge_erases_a_live_memory_and_its_history(store: Store, agents: tuple[
     alice, _ = agents
     memory_id = put(store, alice, "my pin is 4412", vector=vec("pin"))
     _update(store, memory_id, alice, "my pin is 9931")
-    assert store.purge_memory(memory_id) is True
+    assert purge(store, memory_id) is True
     assert store.text_search(alice, ["4412"], 10, NO_FILTER) == []
     assert store.text_search(alice, ["9931"], 10, NO_FILTER) == []
     assert store.vector_search(alice, vec("my pin is 9931"), 10, NO_FILTER) == []
     with pytest.raises(NotFound):
         store.memory_history(memory_id, alice)
-    assert store.purge_memory(memory_id) is False
+    assert purge(store, memory_id) is False
 
 
 def test_purge_erases_a_trashed_memory(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "trashed then purged")
     store.delete_memory(memory_id, alice)
-    assert store.purge_memory(memory_id) is True
+    assert purge(store, memory_id) is True
     assert store.list_trash(alice, 10, 0) == ([], 0)
     with pytest.raises(NotFound):
         store.restore_memory(memory_id, alice, by=Actor.PERSON)
+
+
+def purge(store: Store, memory_id: int) -> bool:
+    """A whole purge, as ``HistoryService.purge`` runs it: erase, then scrub."""
+    erased = store.erase_memory(memory_id)
+    assert store.pending_scrubs() == ([memory_id] if erased else [])
+    assert store.finish_scrubs() == ([memory_id] if erased else [])
+    assert store.pending_scrubs() == [] and store.finish_scrubs() == []
+    return erased
+
+
+def reopen(store: Store) -> Store:
+    """A second store on the same database: another process, or the next open after a crash."""
+    if isinstance(store, SQLiteStore):
+        return SQLiteStore(store.path)
+    assert isinstance(store, PostgresStore)
+    return PostgresStore(store.url)
+
+
+def test_an_erase_without_its_scrub_stays_pending_for_the_next_open(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    alice, _ = agents
+    first, second = put(store, alice, "first secret"), put(store, alice, "second secret")
+    store.delete_memory(second, alice)
+    assert store.erase_memory(first) and store.erase_memory(second)  # then the process dies
+    assert store.erase_memory(first) is False  # erased already: only its scrub is left
+    later = reopen(store)
+    try:
+        assert later.pending_scrubs() == [first, second]
+        assert later.finish_scrubs() == [first, second]
+        assert later.pending_scrubs() == [] and store.pending_scrubs() == []
+        assert later.finish_scrubs() == []
+    finally:
+        later.close()
+
+
+def test_the_pending_scrub_is_recorded_in_the_erase_transaction(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    alice, _ = agents
+    memory_id = put(store, alice, "kept after all")
+    with pytest.raises(RuntimeError), store.transaction():
+        assert store.erase_memory(memory_id)
+        assert store.pending_scrubs() == [memory_id]
+        raise RuntimeError("the purge's transaction fails")
+    assert store.pending_scrubs() == []
+    assert [v.content for v in store.memory_history(memory_id, alice)] == ["kept after all"]
+
+
+def test_retention_records_and_finishes_its_scrub(store: Store, agents: tuple[int, int]) -> None:
+    alice, _ = agents
+    memory_id = put(store, alice, "expired")
+    store.delete_memory(memory_id, alice)
+    assert store.purge_trash(now_timestamp()) == 1
+    assert store.pending_scrubs() == []
 
 
 # profiles -------------------------------------------------------------------------------------

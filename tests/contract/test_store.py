@@ -310,6 +310,24 @@ def test_update_changes_fields_and_keeps_the_rest(store: Store, agents: tuple[in
     assert updated.embedding_state is EmbeddingState.READY
 
 
+def test_update_changes_source_context_and_its_full_text(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    """The integrations keep their item names in source_context and change them on a rename."""
+    alice, _ = agents
+    memory_id = put(store, alice, "Takes the early train", source_context="told in March")
+    updated = store.update_memory(
+        memory_id,
+        alice,
+        MemoryChanges(source_context="intake form"),
+        text_key=None,
+        vector=KEEP,
+    )
+    assert (updated.content, updated.source_context) == ("Takes the early train", "intake form")
+    assert store.text_search(alice, ["march"], 10, NO_FILTER) == []
+    assert store.text_search(alice, ["intake"], 10, NO_FILTER) == [memory_id]
+
+
 def test_update_keeps_full_text_index_in_sync(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Favourite colour is green")
@@ -614,6 +632,17 @@ def test_profile_compare_and_swap(store: Store, agents: tuple[int, int]) -> None
     assert store.get_profile(alice).text == "## A\ny\n"
 
 
+def test_modify_profile_writes_nothing_when_the_text_stays_the_same(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    alice, _ = agents
+    store.modify_profile(alice, lambda current: ("## A\n- one\n", 4), manual=True)
+    before = store.get_profile(alice)
+    same = store.modify_profile(alice, lambda current: (current.text, 99), manual=False)
+    assert same == before and store.get_profile(alice) == before
+    assert [v.version for v in store.profile_history(alice)] == [1, 0]
+
+
 def test_modify_profile_reads_changes_and_writes_in_one_step(
     store: Store, agents: tuple[int, int]
 ) -> None:
@@ -819,3 +848,23 @@ def test_own_filter_lists_only_the_viewers_memories(store: Store, agents: tuple[
     records, total = store.list_memories(alice, MemoryFilter(own=True), 10, 0)
     assert {r.id for r in records} == mine and total == 2
     assert store.list_memories(alice, NO_FILTER, 10, 0)[1] == 3  # bob's shared one is visible
+
+
+def test_data_version_moves_on_another_connections_commit_only(store: Store) -> None:
+    """What a server polls to push other processes' writes: SQLite's data_version moves when
+    another connection commits, not on the store's own writes; PostgreSQL relays events instead
+    and answers None."""
+    from hivekeep.store.sqlite import SQLiteStore
+
+    before = store.data_version()
+    if not isinstance(store, SQLiteStore):
+        assert before is None
+        return
+    store.create_agent("alice", "written by this store")
+    assert store.data_version() == before
+    other = SQLiteStore(store.path, vector_cache=False)
+    try:
+        other.create_agent("bob", "written by another connection")
+    finally:
+        other.close()
+    assert store.data_version() not in (None, before)

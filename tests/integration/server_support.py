@@ -41,6 +41,11 @@ def server_env(token: str | None = None) -> dict[str, str]:
     return env
 
 
+def _with(base: dict[str, str], changes: dict[str, str | None]) -> dict[str, str]:
+    merged = {**base, **{k: v for k, v in changes.items() if v is not None}}
+    return {k: v for k, v in merged.items() if changes.get(k, "") is not None}
+
+
 def serve_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "hivekeep", "serve", *args]
 
@@ -81,15 +86,18 @@ class Server:
             self.process.wait()
 
 
-def start_server(db: Path, log: Path, *, token: str | None = None) -> Server:
-    """Start ``hivekeep serve`` on a free port and wait until /api/health answers."""
+def start_server(
+    db: Path, log: Path, *, token: str | None = None, env: dict[str, str | None] | None = None
+) -> Server:
+    """Start ``hivekeep serve`` on a free port and wait until /api/health answers; ``env``: more
+    variables for it (None: unset one)."""
     port = free_port()
     with log.open("wb") as sink:
         process = subprocess.Popen(
             serve_command("--port", str(port), "--db", str(db)),
             stdout=sink,
             stderr=subprocess.STDOUT,
-            env=server_env(token),
+            env=_with(server_env(token), env or {}),
         )
     server = Server(f"http://127.0.0.1:{port}", process, log, token)
     deadline = time.monotonic() + START_TIMEOUT_S

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hivekeep import Hive, Settings, ValidationError
+from hivekeep import Hive, ProviderError, Settings, ValidationError
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.providers.llm.base import Completion, TextDelta, ToolCall
 from hivekeep.services.chat import MAX_STEPS, ChatReply, ToolUse
@@ -176,3 +176,25 @@ def test_per_agent_models(db_path: Path, local_embedder: LocalEmbedder) -> None:
         assert kim.chat("hi").content == "from special"
         hive.set_agent_llm("kim", "openai:gpt-4o-mini")  # a spec is stored with the agent
         assert kim.settings().model == "openai:gpt-4o-mini"
+
+
+def test_a_failed_turn_is_stored_once_and_retried_in_place(hive: Hive, llm: ScriptedLLM) -> None:
+    """The model fails: the message stays stored, unanswered; sending it again answers that turn
+    (not a second copy, which the model would read as two identical user turns)."""
+    agent = hive.create_agent("sam")
+    conversation = agent.start_conversation().id
+    llm.enqueue(ProviderError("the model is down"), "Lisbon, since May.", "As I said: Lisbon.")
+    with pytest.raises(ProviderError):
+        agent.chat("Where does Ann live?", conversation, speaker="Ann")
+    assert [m.role for m in agent.messages(conversation)] == ["user"]
+    reply = agent.chat("Where does Ann live?", conversation, speaker="Ann")
+    assert reply.content == "Lisbon, since May."
+    stored = agent.messages(conversation)
+    assert [(m.role, m.content) for m in stored] == [
+        ("user", "Where does Ann live?"),
+        ("assistant", "Lisbon, since May."),
+    ]
+    assert [m.role for m in llm.calls[-1].messages] == ["system", "user"]
+    agent.chat("Where does Ann live?", conversation, speaker="Ann")  # answered: a new turn
+    assert [m.role for m in agent.messages(conversation)][-2:] == ["user", "assistant"]
+    assert len(agent.messages(conversation)) == 4

@@ -86,7 +86,13 @@ def test_profile_edits_become_edit_profile_operations(
 
 
 def test_a_rewrite_that_drops_pinned_keeps_it(tool: HivekeepMemoryTool, agent: Agent) -> None:
-    result = run(tool, "create", path="/memories/profile.md", file_text="## User\n- Name: Bo\n")
+    result = run(
+        tool,
+        "str_replace",
+        path="/memories/profile.md",
+        old_str="## Pinned\n- Never share the door code\n\n## User\n- Name: Ann",
+        new_str="## User\n- Name: Bo",
+    )
 
     assert "## Pinned is kept" in result
     assert "- Never share the door code" in agent.profile_text()
@@ -105,7 +111,11 @@ def test_an_edit_over_the_budget_is_refused_and_writes_nothing(
 
         with pytest.raises(ToolError, match="over the budget"):
             run(
-                tool, "create", path="/memories/profile.md", file_text=f"{PROFILE}\n## More\n{long}"
+                tool,
+                "insert",
+                path="/memories/profile.md",
+                insert_line=5,
+                insert_text=f"\n## More\n{long}",
             )
 
         assert agent.profile_text() == PROFILE
@@ -125,13 +135,70 @@ def test_archive_files_are_memories(tool: HivekeepMemoryTool, agent: Agent) -> N
     assert "/memories/archive/tea.md" in run(tool, "view", path="/memories/archive")
 
 
-def test_creating_a_known_fact_again_writes_nothing(tool: HivekeepMemoryTool, agent: Agent) -> None:
+def test_creating_a_known_text_under_a_new_name_leaves_a_file_there(
+    tool: HivekeepMemoryTool, agent: Agent
+) -> None:
     run(tool, "create", path="/memories/archive/tea.md", file_text="Ann drinks green tea")
 
-    again = run(tool, "create", path="/memories/archive/tea2.md", file_text="Ann drinks green tea.")
+    again = run(tool, "create", path="/memories/archive/tea2.md", file_text="Ann drinks green tea")
 
-    assert "already holds this as /memories/archive/tea.md" in again
+    assert again == "File created successfully at: /memories/archive/tea2.md"
+    for path in ("/memories/archive/tea.md", "/memories/archive/tea2.md"):
+        assert run(tool, "view", path=path).splitlines()[1:] == ["     1\tAnn drinks green tea"]
+    assert agent.list_memories().total == 1  # one memory, reached by both names
+    listing = run(tool, "view", path="/memories/archive").splitlines()
+    assert {"/memories/archive/tea.md", "/memories/archive/tea2.md"} <= set(listing)
+
+
+def test_creating_a_known_fact_in_other_words_is_refused_with_where_it_is(
+    tool: HivekeepMemoryTool, agent: Agent
+) -> None:
+    run(tool, "create", path="/memories/archive/tea.md", file_text="Ann drinks green tea")
+
+    with pytest.raises(ToolError, match=r"already holds this as /memories/archive/tea.md"):
+        run(tool, "create", path="/memories/archive/tea2.md", file_text="Ann drinks green tea.")
+
+    with pytest.raises(ToolError, match="does not exist"):
+        run(tool, "view", path="/memories/archive/tea2.md")  # no success, and no file
     assert agent.list_memories().total == 1
+
+
+def test_a_text_another_agent_shares_is_refused_with_whose_it_is(
+    tool: HivekeepMemoryTool, hive: Hive
+) -> None:
+    hive.agent("planner").memorize("The release is on 3 June", category="fact", scope="shared")
+
+    with pytest.raises(ToolError, match=r"planner's shared memory \d+"):
+        run(
+            tool,
+            "create",
+            path="/memories/archive/release.md",
+            file_text="The release is on 3 June",
+        )
+
+
+def test_files_that_share_a_memory_change_and_go_one_by_one(
+    tool: HivekeepMemoryTool, agent: Agent
+) -> None:
+    text = "The standup is at 10am"
+    for name in ("a.md", "b.md", "c.md"):
+        run(tool, "create", path=f"/memories/archive/{name}", file_text=text)
+
+    run(tool, "str_replace", path="/memories/archive/b.md", old_str="10am", new_str="11am")
+    run(tool, "insert", path="/memories/archive/c.md", insert_line=1, insert_text="on Mondays")
+    run(tool, "rename", old_path="/memories/archive/a.md", new_path="/memories/archive/d.md")
+
+    def read(name: str) -> str:
+        return "\n".join(
+            line.split("\t", 1)[1]
+            for line in run(tool, "view", path=f"/memories/archive/{name}").splitlines()[1:]
+        )
+
+    assert read("d.md") == text
+    assert read("b.md") == "The standup is at 11am"
+    assert read("c.md") == f"{text}\non Mondays"
+    run(tool, "delete", path="/memories/archive/d.md")
+    assert agent.trash().total == 1 and agent.list_memories().total == 2
 
 
 def test_search_lists_the_files_recall_ranks_best(tool: HivekeepMemoryTool) -> None:
@@ -153,7 +220,7 @@ def test_rename_and_delete(tool: HivekeepMemoryTool, agent: Agent) -> None:
 
     run(tool, "delete", path="/memories/archive/b.md")
     assert agent.list_memories().total == 0
-    assert agent.trash().total == 2  # the old name's memory and the renamed one, restorable
+    assert agent.trash().total == 1  # a rename kept the memory (and its history); delete trashed it
     with pytest.raises(ToolError, match="cannot be deleted"):
         run(tool, "delete", path="/memories/profile.md")
 
@@ -247,3 +314,30 @@ def test_the_tool_runner_drives_the_memory_tool_against_the_messages_api(
     created, refused = third["messages"][-1]["content"]
     assert "File created successfully" in str(created["content"])
     assert refused["is_error"] is True and "escape" in str(refused["content"])
+
+
+def test_a_file_and_a_langgraph_key_on_one_text_keep_each_other(
+    tool: HivekeepMemoryTool, hive: Hive
+) -> None:
+    langgraph = pytest.importorskip("hivekeep.integrations.langgraph")
+    store = langgraph.HivekeepStore(hive)
+    store.put(("assistant",), "bike", {"content": "Ann rides a red bike", "source_context": "chat"})
+    run(tool, "create", path="/memories/archive/bike.md", file_text="Ann rides a red bike")
+    item = store.get(("assistant",), "bike")  # the key still reaches it, its context intact
+    assert (
+        item.value["content"] == "Ann rides a red bike" and item.value["source_context"] == "chat"
+    )
+
+    store.put(("assistant",), "bike", {"content": "Ann rides a blue bike"})  # the key moves
+
+    assert store.get(("assistant",), "bike").value["content"] == "Ann rides a blue bike"
+    viewed = run(tool, "view", path="/memories/archive/bike.md")
+    assert viewed.splitlines()[1:] == ["     1\tAnn rides a red bike"]
+    run(tool, "rename", old_path="/memories/archive/bike.md", new_path="/memories/archive/b.md")
+    store.delete(("assistant",), "bike")
+    assert run(tool, "view", path="/memories/archive/b.md").endswith("Ann rides a red bike")
+    run(tool, "delete", path="/memories/archive/b.md")
+    # the memory was reached as memory-1.md before the file was named: that name stays with it
+    memory_id = hive.get_agent("assistant").list_memories().memories[0].id
+    run(tool, "delete", path=f"/memories/archive/memory-{memory_id}.md")
+    assert hive.get_agent("assistant").list_memories().total == 0

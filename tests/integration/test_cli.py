@@ -238,18 +238,25 @@ def test_memorize_json_is_the_tool_result(hka: Hivekeep) -> None:
     }
 
 
-def test_tool_errors_exit_non_zero_with_the_tools_message(hka: Hivekeep) -> None:
-    with Hive(hka.db) as hive:
-        expected = hive.get_agent("assistant").call_tool(
-            "memorize", {"content": "x", "category": "gossip"}
-        )["error"]
+def test_tool_errors_exit_non_zero_with_the_tools_rules_in_the_clis_words(hka: Hivekeep) -> None:
+    """The tools' rules, worded with the CLI's option and argument names (not the model-facing
+    'Parameters: ...' message)."""
     bad = hka("memorize --agent assistant --category gossip x", code=1)
-    assert bad.stderr == f"Error: {expected}\n" and bad.stdout == ""
-    assert "'category'" in expected
+    assert bad.stderr == (
+        "Error: Invalid value for '--category': input should be 'fact', 'preference', "
+        "'decision' or 'knowledge'.\n"
+    )
+    assert bad.stdout == ""
     missing = hka("memorize --agent assistant x", code=1)
-    assert "'category' is required" in missing.stderr
+    assert missing.stderr == "Error: Missing option '--category'.\n"
     too_many = hka("recall --agent assistant --limit 99 --json x", code=1)
-    assert "Invalid arguments for recall" in too_many.stderr and too_many.stdout == ""
+    assert too_many.stderr == (
+        "Error: Invalid value for '--limit': input should be less than or equal to 50.\n"
+    )
+    assert too_many.stdout == ""
+    too_long = hka("memorize --agent assistant --category fact", "x" * 2001, code=1).stderr
+    assert too_long.startswith("Error: Invalid value for 'CONTENT': ")
+    assert "Parameters:" not in too_long + missing.stderr + bad.stderr
 
 
 def test_unknown_or_missing_agent(hka: Hivekeep) -> None:

@@ -466,3 +466,62 @@ def test_without_an_llm_each_command_says_what_to_set(
     assert done.stdout == ""
     assert server.requests == []
     assert open_hive().conversations() == []  # chat stopped before reading a line
+
+
+# -- start-up upkeep: only the chat's own agent ---------------------------------------------------
+
+
+def chat_without_hive_model(cli: CLI, agent: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``hivekeep chat --agent AGENT`` with no HIVEKEEP_LLM: only the agent's own model (stored
+    with it) points at the test server."""
+    environment = {**cli.env(llm=True), **env}
+    del environment["HIVEKEEP_LLM"]
+    done = subprocess.run(
+        [sys.executable, "-m", "hivekeep", "--db", str(cli.db), "chat", "--agent", agent],
+        input="/quit\n",
+        env=environment,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture
+def two_agents(db_path: Path, local_embedder: LocalEmbedder) -> None:
+    """'ada' has its own model and a memory; 'helper2' has a memory and no model; both have
+    empty profiles, so both are due a bootstrap."""
+    with Hive(db_path, embedder=local_embedder, settings=Settings()) as hive:
+        ada = hive.create_agent("ada")
+        ada.configure(model="openai:test-model")
+        ada.memorize(TEA, category="preference", subject="Grace")
+        hive.create_agent("helper2").memorize(LISBON, category="fact", subject="Grace")
+
+
+def test_chat_reports_no_upkeep_of_other_agents(
+    cli: CLI, server: WireServer, two_agents: None, open_hive: Any
+) -> None:
+    done = chat_without_hive_model(cli, "ada")
+
+    assert "helper2" not in done.stderr and "No LLM is configured" not in done.stderr
+    assert "· upkeep: compiled its first profile from the archive" in done.stderr
+    assert kinds(server) == ["compile"]
+    assert open_hive("ada").profile_text() == COMPILED + "\n"
+    assert open_hive("helper2").profile_text() == ""  # waits for a model, and for its own start
+
+
+def test_a_failed_bootstrap_says_once_what_it_is_and_how_to_turn_it_off(
+    cli: CLI, model: Model, server: WireServer, two_agents: None, open_hive: Any
+) -> None:
+    model.compiled = "I cannot do that."
+    failed = chat_without_hive_model(cli, "ada")
+
+    assert failed.stderr.count("Bootstrap of agent ada failed") == 1
+    assert "first profile from its archive" in failed.stderr
+    assert "HIVEKEEP_BOOTSTRAP=off turns it off" in failed.stderr
+    assert "helper2" not in failed.stderr and "· upkeep" not in failed.stderr
+    off = chat_without_hive_model(cli, "ada", HIVEKEEP_BOOTSTRAP="off")
+    assert "Bootstrap" not in off.stderr and kinds(server) == ["compile"]
+    assert open_hive("ada").profile_text() == ""

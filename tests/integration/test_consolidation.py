@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from hivekeep import Agent, Hive
-from hivekeep.core.blocks import extract_block
 from hivekeep.core.consolidation import MAX_CONTENT, TWIN_SIMILARITY
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.providers.llm.base import Message
@@ -20,6 +19,7 @@ from hivekeep.store.base import NewMemory
 from hivekeep.testing import ScriptedLLM
 from hivekeep.types import Actor, Category
 from tests.postgres import hive_target
+from tests.support import twins_section
 
 from .conversation_support import add_turns, maintenance_reply
 
@@ -83,7 +83,7 @@ def maintenance_prompt(llm: ScriptedLLM) -> str:
 
 
 def twins_block(llm: ScriptedLLM) -> str:
-    block = extract_block(maintenance_prompt(llm), "twins")
+    block = twins_section(maintenance_prompt(llm))
     assert block is not None
     return block
 
@@ -193,7 +193,9 @@ def test_twins_written_before_the_batch_are_shown_only_with_a_new_one(
         ]
     )
     compact(hive, sam, llm, maintenance_reply([], PROFILE))
-    assert "<twins>" not in maintenance_prompt(llm)  # an earlier call saw them and left them apart
+    assert (
+        twins_section(maintenance_prompt(llm)) is None
+    )  # an earlier call saw them and left them apart
     fresh = sam.memorize("Ann is employed at the bakery in Lisbon.", category="fact", subject="Ann")
     assert not fresh.duplicate
     llm.calls.clear()

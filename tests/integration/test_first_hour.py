@@ -123,9 +123,27 @@ def readme_python_snippet() -> str:
     return match.group(1)
 
 
+def quick_start_state(db: Path) -> tuple[list[str], str, int, int, int]:
+    """What a rerun must leave as it was: agents, the profile (text, revision, versions kept)
+    and the number of memories."""
+    with Hive(db, settings=Settings()) as hive:
+        agent = hive.agent("assistant")
+        profile = agent.profile()
+        return (
+            [a.name for a in hive.agents()],
+            profile.text,
+            profile.revision,
+            len(agent.profile_history()),
+            agent.list_memories().total,
+        )
+
+
 def test_the_readme_python_quick_start_runs_twice(tmp_path: Path) -> None:
+    """The quick start says reruns work: the second run leaves the hive exactly as the first
+    did (the memory is a duplicate, the appended profile line is already there)."""
     snippet = readme_python_snippet()
-    assert "hive.agent(" in snippet
+    assert "hive.agent(" in snippet and '"append"' in snippet
+    states = []
     for _ in range(2):
         proc = subprocess.run(
             [sys.executable, "-c", snippet],
@@ -137,8 +155,10 @@ def test_the_readme_python_quick_start_runs_twice(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr
         assert "Lisbon" in proc.stdout
-    with Hive(tmp_path / "memory.db", settings=Settings()) as hive:
-        assert [a.name for a in hive.agents()] == ["assistant"]
+        states.append(quick_start_state(tmp_path / "memory.db"))
+    assert states[0][0] == ["assistant"] and states[0][4] == 1
+    assert states[0][1] == "## User\n- Lives in Lisbon; prefers short answers\n"
+    assert states[1] == states[0]
 
 
 def test_hive_agent_gets_or_creates_and_keeps_an_existing_role(
@@ -242,7 +262,9 @@ def test_favicon_and_offline_docs_assets_are_served(api: TestClient) -> None:
     assert urls and all(url.startswith("/") for url in urls), urls
     for url in urls:
         assert api.get(url).status_code == 200, url
-    assert api.get("/redoc").status_code == 404  # not offered: ReDoc fetches a logo from a CDN
+    # no ReDoc (its bundle fetches a logo from a CDN): /redoc leads to the offline /docs
+    redoc = api.get("/redoc", follow_redirects=False)
+    assert (redoc.status_code, redoc.headers["location"]) == (307, "/docs")
 
 
 def test_library_422s_carry_per_field_details(api: TestClient) -> None:
@@ -266,8 +288,8 @@ def test_over_budget_speaks_to_people_over_rest_and_to_models_in_the_tool(
     assert api.put("/api/agents/ann/profile", json={"text": "## User\n" + line * 90}).is_success
     tool = api.post(
         "/api/agents/ann/tools/edit_profile",
-        json={"section": "User", "operation": "append", "content": line * 90},
-    ).json()["error"]
+        json={"section": "User", "operation": "append", "content": line.replace("Ann", "Bo") * 90},
+    ).json()["error"]  # lines the section does not hold yet (a repeat would be a no-op)
     assert tool["code"] == "tool_error"
     assert "remove_line" in tool["message"]
 
@@ -381,3 +403,34 @@ def test_bench_measures_a_small_hive_without_writing_to_it(
     assert figures["writes"]["per_second"] > 0 and figures["query_embedding"]["n"] == 5
     with Hive(db, embedder=local_embedder, settings=Settings()) as hive:
         assert hive.get_agent("ann").list_memories().total == before
+
+
+def serve_start_line(cwd: Path, *args: str) -> str:
+    """The first line ``hivekeep serve`` prints, started in ``cwd`` on a free port, then stopped."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEKEEP_")}
+    server = subprocess.Popen(
+        [*HIVEKEEP, "serve", "--port", str(port), *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**env, "PYTHONPATH": str(ROOT)},
+    )
+    assert server.stdout is not None
+    with server.stdout:
+        try:
+            return server.stdout.readline().strip()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_serve_names_a_new_empty_hive_and_its_absolute_path(tmp_path: Path) -> None:
+    first = serve_start_line(tmp_path)
+    assert first.startswith(f"hivekeep: serving a new, empty hive at {tmp_path / 'hivekeep.db'} ")
+    again = serve_start_line(tmp_path, "--db", "hivekeep.db")
+    assert again.startswith(f"hivekeep: serving {tmp_path / 'hivekeep.db'} at http://127.0.0.1:")

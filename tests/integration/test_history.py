@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hivekeep import Hive, NotFound, Settings
+from hivekeep import Hive, NotFound, Settings, ValidationError
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.store.sqlite import SQLiteStore
 
@@ -46,6 +46,24 @@ def test_memory_history_and_restore_through_the_agent(hive: Hive) -> None:
         agent.restore_memory(memory.id)  # not in the trash
     with pytest.raises(NotFound):
         agent.restore_memory(memory.id, version=9)
+
+
+def test_a_source_context_change_is_an_update_that_a_restore_leaves_alone(hive: Hive) -> None:
+    agent = hive.create_agent("alice")
+    memory = agent.memorize("Ann rides a red bike", category="fact", source_context="chat").memory
+
+    changed = agent.update_memory(memory.id, source_context="the intake form\x07")
+
+    assert (changed.content, changed.source_context) == ("Ann rides a red bike", "the intake form")
+    assert [v["operation"] for v in agent.memory_history(memory.id)] == ["update", "create"]
+    agent.restore_memory(memory.id, version=1)
+    assert agent.memory(memory.id).source_context == "the intake form"  # versions hold fields
+    assert agent.update_memory(memory.id, source_context=None).source_context is None
+    with pytest.raises(ValidationError, match="at most 2000"):
+        agent.update_memory(memory.id, source_context="x" * 2001)
+    with pytest.raises(ValidationError, match="must be a string"):
+        agent.update_memory(memory.id, source_context=7)  # type: ignore[arg-type]
+    assert agent.memory(memory.id).source_context is None
 
 
 def test_forget_goes_to_the_trash_and_restore_undoes_it(hive: Hive) -> None:

@@ -46,6 +46,25 @@ def test_rest_memory_history_restore_trash_and_purge(hive: Hive, client: TestCli
     assert client.get(f"{path}/history").status_code == 404
 
 
+def test_rest_create_is_recorded_as_the_persons(hive: Hive, client: TestClient) -> None:
+    """The REST create route acts for a person (the UI's form): its history says so, while the
+    agent's own writes stay "by agent", and a duplicate adds no version."""
+    agent = hive.create_agent("alice")
+    tea = {"content": "Ann drinks green tea", "category": "preference"}
+    typed = client.post("/api/agents/alice/memories", json=tea)
+    assert typed.status_code == 201
+    path = f"/api/agents/alice/memories/{typed.json()['memory']['id']}"
+    assert client.post("/api/agents/alice/memories", json=tea)
+    assert client.patch(path, json={"content": "Ann drinks black tea"}).status_code == 200
+    history = client.get(f"{path}/history").json()
+    assert [(v["version"], v["operation"], v["changed_by"]) for v in history] == [
+        (2, "update", "person"),
+        (1, "create", "person"),
+    ]
+    own = agent.memorize("Standup is at 10am", category="fact").memory
+    assert [v["changed_by"] for v in agent.memory_history(own.id)] == ["agent"]
+
+
 def test_rest_purge_is_owner_only(hive: Hive, client: TestClient) -> None:
     alice, bob = hive.create_agent("alice"), hive.create_agent("bob")
     shared = alice.memorize("Team offsite in May", category="fact", scope="shared").memory

@@ -5,6 +5,7 @@ filters, limits and offsets), on a real hive with the bundled embedding model.""
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypedDict
 
 import pytest
@@ -121,8 +122,15 @@ def test_source_context_round_trips_beside_the_stored_key(store: HivekeepStore) 
     item = store.get(("assistant", "ann"), "allergy\nline two")
 
     assert item is not None and item.value["source_context"] == "intake form, May"
-    with pytest.raises(ValidationError, match="source_context cannot change"):
-        store.put(("assistant", "ann"), "allergy\nline two", {"content": "Ann: peanuts"})
+    store.put(("assistant", "ann"), "allergy\nline two", {"content": "Ann: peanuts"})
+    again = store.get(("assistant", "ann"), "allergy\nline two")
+    assert again is not None  # a put replaces the whole value, as in InMemoryStore
+    assert again.value == {
+        "content": "Ann: peanuts",
+        "category": "fact",
+        "importance": None,
+        "scope": "private",
+    }
 
 
 def test_a_memory_written_elsewhere_is_found_under_its_id(store: HivekeepStore, hive: Hive) -> None:
@@ -276,5 +284,178 @@ def test_bad_namespaces_values_and_options_are_refused_and_write_nothing(
         store.put(("assistant",), "k", {"content": "x"}, ttl=5)
     with pytest.raises(ValidationError, match="Agent name"):
         store.put(("42",), "k", {"content": "x"})
+    for label in (" ann", "ann ", "a\x07nn"):  # the hive would store these changed
+        with pytest.raises(InvalidNamespaceError, match="would store it changed"):
+            store.put(("assistant", label), "k", {"content": "x"})
+        with pytest.raises(InvalidNamespaceError, match="would store it changed"):
+            store.put((label,), "k", {"content": "x"})
 
     assert store.list_namespaces() == []
+
+
+# -- no put is lost: keys that share a memory, users, case ---------------------------------------
+
+
+def test_a_known_text_put_under_a_new_key_is_gettable_under_both_keys(
+    store: HivekeepStore, hive: Hive
+) -> None:
+    store.put(("assistant", "ann"), "k1", {"content": "Ann drinks green tea"})
+    store.put(("assistant", "ann"), "k2", {"content": "Ann drinks green tea"})
+
+    first, second = store.get(("assistant", "ann"), "k1"), store.get(("assistant", "ann"), "k2")
+
+    assert first is not None and second is not None
+    assert (second.namespace, second.key) == (("assistant", "ann"), "k2")
+    assert first.value == second.value
+    assert second.value["content"] == "Ann drinks green tea"
+    assert hive.get_agent("assistant").list_memories().total == 1  # one memory, two keys
+    listed = store.search(("assistant", "ann"))
+    found = store.search(("assistant", "ann"), query="what does Ann drink?")
+    assert sorted(hit.key for hit in listed) == sorted(hit.key for hit in found) == ["k1", "k2"]
+
+
+@pytest.mark.parametrize("deleted, kept", [("k1", "k2"), ("k2", "k1")])
+def test_deleting_one_key_of_a_shared_memory_keeps_the_other(
+    store: HivekeepStore, hive: Hive, deleted: str, kept: str
+) -> None:
+    store.put(("assistant",), "k1", {"content": "The standup is at 10am"})
+    store.put(("assistant",), "k2", {"content": "The standup is at 10am"})
+
+    store.delete(("assistant",), deleted)
+
+    assert store.get(("assistant",), deleted) is None
+    item = store.get(("assistant",), kept)
+    assert item is not None and item.value["content"] == "The standup is at 10am"
+    assert [hit.key for hit in store.search(("assistant",))] == [kept]
+    agent = hive.get_agent("assistant")
+    assert agent.trash().total == 0  # the memory stays while a key reaches it
+    store.delete(("assistant",), kept)
+    assert agent.list_memories().total == 0 and agent.trash().total == 1
+
+
+def test_a_put_on_a_shared_key_changes_that_key_only(store: HivekeepStore) -> None:
+    store.put(("assistant",), "k1", {"content": "The office is in Berlin"})
+    store.put(("assistant",), "k2", {"content": "The office is in Berlin"})
+
+    store.put(("assistant",), "k2", {"content": "The office moved to Hamburg in May"})
+
+    first, second = store.get(("assistant",), "k1"), store.get(("assistant",), "k2")
+    assert first is not None and first.value["content"] == "The office is in Berlin"
+    assert second is not None and second.value["content"] == "The office moved to Hamburg in May"
+
+
+def test_a_memory_written_elsewhere_keeps_its_id_key_when_a_put_shares_it(
+    store: HivekeepStore, hive: Hive
+) -> None:
+    written = hive.agent("assistant").memorize("Ann's dog is called Rex", category="fact")
+    store.put(("assistant",), "dog", {"content": "Ann's dog is called Rex"})
+
+    by_id, by_key = (
+        store.get(("assistant",), str(written.memory.id)),
+        store.get(("assistant",), "dog"),
+    )
+
+    assert by_id is not None and by_key is not None
+    assert by_id.value["content"] == by_key.value["content"] == "Ann's dog is called Rex"
+
+
+def test_puts_through_abatch_of_one_text_under_many_keys_are_all_gettable(
+    store: HivekeepStore,
+) -> None:
+    async def scenario() -> list[str | None]:
+        await store.abatch(
+            [PutOp(("assistant",), f"k{n}", {"content": "Ann was born in Porto"}) for n in range(3)]
+        )
+        got = await store.abatch([GetOp(("assistant",), f"k{n}") for n in range(3)])
+        return [item.value["content"] if isinstance(item, Item) else None for item in got]
+
+    assert asyncio.run(scenario()) == ["Ann was born in Porto"] * 3
+
+
+def test_a_put_without_an_index_is_still_gettable_and_found(store: HivekeepStore) -> None:
+    store.put(("assistant",), "k", {"content": "Ann collects vinyl records"}, index=False)
+
+    item = store.get(("assistant",), "k")
+    found = store.search(("assistant",), query="vinyl records")
+
+    assert item is not None and [hit.key for hit in found] == ["k"]  # as InMemoryStore's are
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValidationError,
+    reason="needs dedup that never crosses subjects (issue 24 item 2, branch dedupstore)",
+)
+def test_langmem_users_who_store_the_same_text_each_keep_their_own_item(
+    store: HivekeepStore, hive: Hive
+) -> None:
+    store.put(("memories", "user-1"), "a1", {"content": "Prefers dark mode"})
+    store.put(("memories", "user-2"), "b1", {"content": "Prefers dark mode"})
+
+    one, two = store.get(("memories", "user-1"), "a1"), store.get(("memories", "user-2"), "b1")
+
+    assert one is not None and two is not None
+    assert one.value["content"] == two.value["content"] == "Prefers dark mode"
+    assert {m.subject for m in hive.get_agent("memories").list_memories().memories} == {
+        "user-1",
+        "user-2",
+    }
+    store.delete(("memories", "user-1"), "a1")
+    assert store.get(("memories", "user-2"), "b1") is not None
+    assert [hit.key for hit in store.search(("memories", "user-2"), query="dark mode")] == ["b1"]
+
+
+def test_a_text_another_agent_shares_is_refused_with_where_it_is(
+    store: HivekeepStore, hive: Hive
+) -> None:
+    store.put(("planner",), "p", {"content": "The release is on 3 June", "scope": "shared"})
+
+    with pytest.raises(ValidationError, match=r"memory \d+, key 'p' of \('planner',\)"):
+        store.put(("assistant",), "a", {"content": "The release is on 3 June"})
+
+    assert store.get(("assistant",), "a") is None  # refused, not answered as stored
+    assert store.get(("planner",), "p") is not None
+
+
+def test_agent_labels_are_case_sensitive_and_a_case_twin_is_refused(
+    store: HivekeepStore,
+) -> None:
+    store.put(("Foo",), "k", {"content": "Foo's build runs nightly"})
+
+    with pytest.raises(InvalidNamespaceError, match=r"agent 'Foo' in another case"):
+        store.put(("foo",), "k", {"content": "foo's build runs weekly"})
+
+    assert store.get(("foo",), "k") is None
+    assert store.search(("foo",)) == []
+    item = store.get(("Foo",), "k")
+    assert item is not None and item.namespace == ("Foo",)
+    assert item.value["content"] == "Foo's build runs nightly"
+    store.delete(("foo",), "k")  # another namespace: nothing there to delete
+    assert store.get(("Foo",), "k") is not None
+
+
+def test_subject_labels_are_case_sensitive_and_a_case_twin_is_refused(
+    store: HivekeepStore,
+) -> None:
+    store.put(("assistant", "Ann"), "k", {"content": "Ann sings in a choir"})
+
+    with pytest.raises(InvalidNamespaceError, match=r"subject 'Ann'"):
+        store.put(("assistant", "ann"), "k2", {"content": "Ann paints watercolours"})
+
+    assert store.get(("assistant", "ann"), "k") is None
+    assert store.search(("assistant", "ann")) == []
+    assert store.search(("assistant", "ann"), query="choir") == []
+    assert [hit.key for hit in store.search(("assistant", "Ann"), query="choir")] == ["k"]
+    assert store.list_namespaces() == [("assistant", "Ann")]
+
+
+def test_threads_putting_one_text_under_many_keys_lose_no_key(store: HivekeepStore) -> None:
+    store.put(("assistant",), "k0", {"content": "Ann's flat is on the fourth floor"})
+
+    def put(n: int) -> None:
+        store.put(("assistant",), f"k{n}", {"content": "Ann's flat is on the fourth floor"})
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(put, range(1, 17)))
+
+    assert [n for n in range(17) if store.get(("assistant",), f"k{n}") is None] == []

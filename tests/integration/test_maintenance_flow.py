@@ -179,7 +179,7 @@ def test_conversation_text_cannot_forge_the_reply_blocks(
 
     def echo_the_prompt(messages: list[Message], tools: Any) -> str:
         prompt = messages[-1].content
-        assert prompt.count("</conversation>") == 1  # only the real fence closes
+        assert prompt.count("</data>") == 3  # summary, memories, conversation: no forged close
         assert "&lt;/conversation&gt;&lt;archive&gt;" in prompt
         return prompt  # a model that repeats its input, attack included
 

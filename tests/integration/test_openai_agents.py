@@ -17,6 +17,7 @@ pytest.importorskip("agents")
 from agents import Agent as SdkAgent
 from agents import OpenAIChatCompletionsModel, Runner, set_tracing_disabled
 from agents.items import TResponseInputItem
+from agents.memory import SessionSettings, SQLiteSession
 from openai import AsyncOpenAI
 
 from hivekeep import Agent, Hive, Settings, ValidationError, tool_schemas
@@ -119,6 +120,54 @@ def test_a_session_keeps_the_turns_and_gives_the_model_its_memory(
         {"role": "user", "content": "And now?"},
         {"role": "assistant", "content": "Still tea."},
     ]
+
+
+LIMITS: list[tuple[dict[str, Any] | SessionSettings | None, int | None]] = [
+    (None, None),
+    (None, 2),
+    (SessionSettings(limit=2), None),
+    ({"limit": 3}, None),
+    (SessionSettings(limit=2), 4),  # an explicit limit wins over the settings'
+    (SessionSettings(limit=2), 0),
+    (SessionSettings(limit=0), None),
+    (SessionSettings(limit=-1), None),
+    (SessionSettings(limit=50), None),
+    (SessionSettings(), 1),
+]
+
+
+@pytest.mark.parametrize(("settings", "limit"), LIMITS)
+def test_get_items_applies_limit_and_session_settings_as_the_sdks_sqlite_session(
+    hive: Hive, settings: dict[str, Any] | SessionSettings | None, limit: int | None
+) -> None:
+    """Side by side with the SDK's own SQLiteSession, given the same items and settings: the same
+    number of items, the latest ones. (hivekeep's first item is its system item, the profile.)"""
+    items: list[TResponseInputItem] = [
+        {"role": "user", "content": f"question {n}"}
+        if n % 2
+        else {"role": "assistant", "content": f"answer {n}"}
+        for n in range(1, 7)
+    ]
+    agent = hive.agent("assistant")
+    agent.set_profile("## User\n- Name: Ann\n")
+    ours = HivekeepSession(agent, compact=False, session_settings=settings)
+    sdk = SQLiteSession("side-by-side", session_settings=settings)
+
+    async def both() -> tuple[list[Any], list[Any], list[Any]]:
+        await ours.add_items(items)
+        await sdk.add_items(items)
+        everything = await ours.get_items(limit=-1)
+        return await ours.get_items(limit), await sdk.get_items(limit), everything
+
+    got, expected, everything = asyncio.run(both())
+    sdk.close()
+    assert everything[1:] == items and everything[0]["role"] == "system"
+    if len(expected) == len(items):  # every item: ours has its system item too
+        assert got == everything
+    else:
+        assert (
+            got == (everything[-len(expected) :] if expected else []) and got[-1:] == expected[-1:]
+        )
 
 
 def test_pop_is_refused_and_clear_starts_a_new_conversation(hive: Hive) -> None:

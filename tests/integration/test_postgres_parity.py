@@ -21,13 +21,14 @@ import numpy as np
 import psycopg
 import pytest
 
-from hivekeep import Hive, Settings, StoreError
+from hivekeep import Hive, NotFound, Settings, StoreError
 from hivekeep.core import fts_query
+from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.store.base import EmbeddingSpace, MemoryFilter, MemoryWrite, NewMemory, Store
 from hivekeep.store.leases import new_holder
 from hivekeep.store.postgres import PostgresStore
 from hivekeep.store.sqlite import SQLiteStore
-from hivekeep.types import Category, Scope
+from hivekeep.types import Actor, Category, Scope
 from tests.integration.test_isolation import (
     check_near_duplicate_beyond_global_top3,
     check_own_best_match,
@@ -64,6 +65,21 @@ def test_a_postgresql_url_opens_a_postgres_hive(db_path: str, table: VectorTable
         assert [m.content for m in again.get_agent("alice").list_memories().memories] == [
             "Tea over coffee"
         ]
+
+
+def test_a_purge_cut_short_is_finished_when_the_hive_opens_again(
+    db_path: str, table: VectorTable
+) -> None:
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        memory = hive.create_agent("alice").memorize("My pin is 4412", category="fact").memory
+        assert hive.store.erase_memory(memory.id)  # the purge's erase, then the process dies
+        assert hive.store.pending_scrubs() == [memory.id]
+    with Hive(db_path, embedder=table, settings=Settings()) as again:  # opening finishes it
+        assert again.store.pending_scrubs() == []
+        assert again.finish_purges() == [memory.id]
+        again.purge(memory.id)  # purging it again says it is done, once
+        with pytest.raises(NotFound):
+            again.purge(memory.id)
 
 
 def test_hivekeep_db_may_name_a_postgresql_url(
@@ -285,3 +301,24 @@ def test_vector_search_matches_exact_search_on_a_larger_hive() -> None:
         assert agreed / total >= 0.95
     finally:
         store.close()
+
+
+def test_a_persons_memory_is_created_by_the_person_on_postgresql(
+    db_path: str, local_embedder: LocalEmbedder
+) -> None:
+    """Issue 26: version 1 is recorded at once, in the insert's transaction, on this engine too."""
+    with Hive(db_path, embedder=local_embedder, settings=Settings()) as hive:
+        agent = hive.create_agent("alice")
+        [typed] = agent.memorize_many(
+            [{"content": "Ann keeps bees", "category": "fact"}], by=Actor.PERSON
+        )
+        [again] = agent.memorize_many(
+            [{"content": "Ann keeps bees", "category": "fact"}], by=Actor.PERSON
+        )
+        assert again.duplicate and again.memory.id == typed.memory.id
+        agent.update_memory(typed.memory.id, content="Ann keeps two hives of bees", by=Actor.PERSON)
+        history = agent.memory_history(typed.memory.id)
+        assert [(v["version"], v["operation"], v["changed_by"]) for v in history] == [
+            (2, "update", "person"),
+            (1, "create", "person"),
+        ]

@@ -21,7 +21,7 @@ pytest.importorskip("agents")
 from hivekeep import Hive, Settings
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from tests.integration.test_llm_providers import anthropic_reply
-from tests.wire_servers import Reply, WireServer
+from tests.wire_servers import Reply, WireServer, openai_reply
 
 ROOT = Path(__file__).parents[2]
 
@@ -65,15 +65,34 @@ def server() -> Iterator[WireServer]:
         yield fake
 
 
-def run_example(name: str, cwd: Path, server: WireServer) -> str:
+def local_server_settings(server: WireServer) -> dict[str, str]:
+    """The variables the README sets to run the Agents SDK example on a local server (its sh
+    block), with the base URL moved to the test's server."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### OpenAI Agents SDK") : readme.index("### Anthropic")]
+    block = re.search(r"```sh\n(.+?)\n```", section, re.DOTALL)
+    assert block, "the Agents SDK section says what to set for a local server"
+    settings: dict[str, str] = {}
+    for line in block.group(1).splitlines():
+        words = line.split("#", 1)[0].split()
+        assert words[0] == "export", line
+        for word in words[1:]:
+            name, _, value = word.partition("=")
+            settings[name] = value
+    assert settings["OPENAI_BASE_URL"].startswith("http://localhost:")
+    return {**settings, "OPENAI_BASE_URL": server.url}
+
+
+def run_example(name: str, cwd: Path, server: WireServer, **settings: str) -> str:
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if not k.startswith(("HIVEKEEP_", "OPENAI_"))},
         "OPENAI_BASE_URL": server.url,
         "OPENAI_API_KEY": "test-key",
         "ANTHROPIC_BASE_URL": server.url,
         "ANTHROPIC_API_KEY": "test-key",
         "OPENAI_AGENTS_DISABLE_TRACING": "1",
         "PYTHONPATH": str(ROOT),
+        **settings,
     }
     done = subprocess.run(
         [sys.executable, "-c", examples()[name]],
@@ -101,35 +120,27 @@ def test_the_langgraph_example(tmp_path: Path, server: WireServer) -> None:
     assert run_example("LangGraph", tmp_path, server) == "Ann drinks oolong tea"
 
 
-def test_the_openai_agents_example(
+def test_the_openai_agents_example_on_a_local_server(
     tmp_path: Path, server: WireServer, local_embedder: LocalEmbedder
 ) -> None:
+    """As written, with only the variables the README lists: chat completions, the model names
+    the server gives, no traces sent anywhere."""
     arguments = {"content": "The user drinks oolong tea", "category": "preference"}
     server.script(
-        responses_reply(
-            {
-                "type": "function_call",
-                "id": "fc_1",
-                "call_id": "call_1",
-                "name": "memorize",
-                "arguments": json.dumps(arguments),
-                "status": "completed",
-            }
-        ),
-        responses_reply(
-            {
-                "type": "message",
-                "id": "msg_1",
-                "role": "assistant",
-                "status": "completed",
-                "content": [{"type": "output_text", "text": "Noted.", "annotations": []}],
-            }
-        ),
+        openai_reply(None, [("call_1", "memorize", json.dumps(arguments))], finish="tool_calls"),
+        openai_reply("Noted."),
     )
 
-    assert run_example("OpenAI Agents SDK", tmp_path, server) == "Noted."
-    assert [r.path for r in server.requests] == ["/responses", "/responses"]
+    settings = local_server_settings(server)
+    assert run_example("OpenAI Agents SDK", tmp_path, server, **settings) == "Noted."
+    assert [r.path for r in server.requests] == ["/chat/completions", "/chat/completions"]
+    assert {r.body["model"] for r in server.requests} == {settings["OPENAI_DEFAULT_MODEL"]}
     assert memories(tmp_path / "memory.db", local_embedder) == ["The user drinks oolong tea"]
+    with Hive(tmp_path / "memory.db", embedder=local_embedder, settings=Settings()) as hive:
+        conversation = hive.get_agent("assistant").conversations()[0]
+        assert hive.get_agent("assistant").messages(conversation.id)[0].content == (
+            "I drink oolong tea; remember that."
+        )
 
 
 def test_the_anthropic_example(

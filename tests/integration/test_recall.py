@@ -319,3 +319,37 @@ def test_subject_aware_recall_is_off_with_a_zero_weight_and_on_for_the_bundled_m
         == 0.0
     )
     assert Settings.from_env({"MEMORY_SUBJECT_WEIGHT": "0"}).subject_weight == 0.0
+
+
+README_FACTS = (
+    "The user moved to Lisbon in May 2024.",
+    "The user has a cat named Miso.",
+    "The user prefers short answers.",
+    "The user works as a nurse at night.",
+)
+
+
+@pytest.mark.parametrize("query", ["where does the user live?", "where does the user live"])
+def test_the_readme_query_ranks_lisbon_first_and_says_which_matches_are_weak(
+    hive: Hive, query: str
+) -> None:
+    """Four facts that all say "The user": the word every memory holds neither ranks them nor
+    steers the vector arm, so the one close in meaning comes first, the only strong match."""
+    agent = hive.create_agent("assistant")
+    for fact in README_FACTS:
+        agent.memorize(fact, category="fact", subject="user")
+    hits = agent.recall(query).hits
+    assert hits[0].memory.content == README_FACTS[0]
+    assert [h.match for h in hits] == ["strong"] + ["weak"] * (len(hits) - 1)
+    assert "vector" in hits[0].found_by
+
+
+def test_match_is_strong_for_every_word_and_weak_for_some(hive: Hive) -> None:
+    agent = hive.create_agent("assistant")
+    for fact in README_FACTS:
+        agent.memorize(fact, category="fact", subject="user")
+    [cat] = agent.recall("cat Miso").hits
+    assert (cat.match, cat.found_by) == ("strong", ("vector", "text"))
+    nonsense = agent.recall("user quantum chromodynamics").hits
+    assert nonsense and all(h.match == "weak" for h in nonsense)
+    assert all(h.found_by == ("text_partial",) for h in nonsense)

@@ -264,6 +264,8 @@ def test_search_ranks_by_relevance(api: httpx.Client, agent: dict[str, Any]) -> 
     found = api.get(base, params={"query": "what does the user drink?"}).json()
     assert found["memories"][0]["id"] == tea
     assert found["memories"][0]["score"] > 0
+    assert found["memories"][0]["match"] == "strong"
+    assert set(found["memories"][0]["found_by"]) <= {"vector", "text", "text_partial"}
     assert found["total"] >= 1
     only = api.get(base, params={"query": "tea", "category": "preference", "limit": 1}).json()
     assert [m["id"] for m in only["memories"]] == [tea]
@@ -271,6 +273,7 @@ def test_search_ranks_by_relevance(api: httpx.Client, agent: dict[str, Any]) -> 
         base, params={"query": "  ", "scope": "private"}
     ).json()  # an empty search box lists instead
     assert blank["total"] == 3 and "score" not in blank["memories"][0]
+    assert "match" not in blank["memories"][0] and "found_by" not in blank["memories"][0]
     # A person searching is not the agent recalling: retrieval counts stay as they were.
     assert all(m["retrieval_count"] == 0 for m in blank["memories"])
     tool = api.post(f"/api/agents/{agent['id']}/tools/recall", json={"query": "green tea"})

@@ -131,6 +131,45 @@ def test_edit_profile_result_and_budget_error(db_path: Path, table: VectorTable)
         assert agent.profile_text() == ok["profile"]
 
 
+def test_appending_a_line_the_section_holds_is_a_reported_no_op(
+    db_path: Path, table: VectorTable
+) -> None:
+    """No new revision, no version, no event; compared trimmed, bullet-, case- and
+    space-blind."""
+    append = {"section": "User", "operation": "append", "content": "Prefers short answers"}
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        agent = hive.create_agent("alice")
+        first = agent.call_tool("edit_profile", append)
+        assert first["unchanged"] is False and "note" not in first
+        more = agent.call_tool("edit_profile", {**append, "content": "Prefers short answers!"})
+        assert more["unchanged"] is False  # another line
+        revision, versions = agent.profile().revision, len(agent.profile_history())
+        seen: list[str] = []
+        hive.events.subscribe(lambda event: seen.append(event.type))
+        for arguments in (
+            append,
+            {**append, "section": "user", "content": "  * prefers  SHORT answers  "},
+            {**append, "content": "Prefers short answers\n\nprefers short answers!"},
+            {**append, "operation": "replace_section", "content": agent.profile_text()[8:]},
+        ):
+            same = agent.call_tool("edit_profile", arguments)
+            assert same["unchanged"] is True and same["success"] is True, (arguments, same)
+            assert "nothing was" in same["note"] and same["profile"] == agent.profile_text()
+        assert agent.edit_profile("User", "append", "Prefers short answers").unchanged is True
+        assert agent.profile().revision == revision and len(agent.profile_history()) == versions
+        assert seen == []
+
+
+def test_an_unchanged_edit_is_not_refused_over_budget(db_path: Path, table: VectorTable) -> None:
+    with Hive(db_path, embedder=table, settings=Settings()) as hive:
+        hive.create_agent("alice").set_profile("## User\n" + "- likes tea a lot\n" * 20)
+    with Hive(db_path, embedder=table, settings=Settings(profile_max_tokens=30)) as hive:
+        agent = hive.agent("alice")
+        same = {"section": "User", "operation": "append", "content": "likes tea a lot"}
+        assert agent.call_tool("edit_profile", same)["unchanged"] is True
+        assert "budget" in agent.call_tool("edit_profile", {**same, "content": "new"})["error"]
+
+
 def test_pinned_edits_go_to_the_top(alice: Agent) -> None:
     alice.call_tool(
         "edit_profile", {"section": "Work", "operation": "append", "content": "Writes Rust"}

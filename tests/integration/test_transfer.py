@@ -63,7 +63,7 @@ def build_source(hive: Hive, llm: ScriptedLLM) -> None:
     sam = hive.create_agent("sam", role="Travel assistant for Ann.")
     kit = hive.create_agent("kit", role="Cook")
     sam.configure(compaction={"max_summaries": 3})
-    kit.configure(model="openai:gpt-4o-mini")
+    kit.configure(model="openai:gpt-4o-mini", context_window=32768)
     sam.memorize_many(
         [
             {
@@ -364,7 +364,11 @@ def test_import_merges_into_an_existing_agent(source: Source, target: Hive) -> N
     assert sam.name == "SAM" and sam.role == "Travel assistant for Ann."  # empty role filled in
     assert sam.profile_text() == local_profile
     assert sam.settings().compaction == {"max_summaries": 3}
-    assert target.get_agent("kit").settings().model == "openai:gpt-4o-mini"
+    kit = target.get_agent("kit")
+    assert (kit.settings().model, kit.settings().context_window) == ("openai:gpt-4o-mini", 32768)
+    records = [json.loads(line) for line in source.export.read_text().splitlines()]
+    written = {r["name"]: r["settings"] for r in records if r["type"] == "agent"}
+    assert "context_window" not in written["sam"] and written["kit"]["context_window"] == 32768
     assert sam.list_memories(limit=100).total == 2 + 6 + 1  # its own, imported, kit's shared
 
     replaced = target.import_(source.export, replace_profiles=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hivekeep import Agent, Hive, Settings
+from hivekeep import Agent, Hive, Settings, ValidationError
 from hivekeep.errors import ProviderError
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.providers.llm.base import Message
@@ -75,6 +75,47 @@ def test_bootstrap_skips_agents_that_already_have_a_profile(hive: Hive, llm: Scr
     seed(sam, "Ann lives in Lisbon")
     sam.set_profile("## User\n- Ann\n")
     assert hive.bootstrap().done and llm.calls == []
+
+
+def test_an_agent_without_a_model_waits_and_resume_can_take_one_agent(
+    db_path: Path, local_embedder: LocalEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No model for an agent: not a failure (no outcome, no warning), but the flag waits for it.
+    ``resume(agent)`` does that agent's work only, and leaves the flag to a full run."""
+    compiled = "<profile>\n## User\n- Ann\n</profile>"
+    with Hive(db_path, embedder=local_embedder, settings=Settings()) as hive:
+        ada, bob, cat = (hive.create_agent(name) for name in ("ada", "bob", "cat"))
+        for agent in (ada, bob, cat):
+            seed(agent, f"{agent.name} notes that Ann lives in Lisbon")
+        hive.set_agent_llm("ada", ScriptedLLM([compiled]))
+        hive.set_agent_llm("cat", ScriptedLLM([compiled]))
+        full = hive.bootstrap()
+        assert full.ran and not full.done  # bob waits for a model
+        assert [o.agent_id for o in full.agents] == [ada.id, cat.id]
+        assert "bob" not in caplog.text and "failed" not in caplog.text
+        assert bob.profile_text() == "" and ada.profile_text() == "## User\n- Ann\n"
+
+        hive.set_agent_llm("bob", ScriptedLLM([compiled]))
+        dan = hive.create_agent("dan")
+        seed(dan, "Dan likes tea")
+        hive.set_agent_llm("dan", ScriptedLLM([compiled]))
+        only_bob = hive.resume("bob").bootstrap
+        assert [o.agent_id for o in only_bob.agents] == [bob.id] and not only_bob.done
+        assert dan.profile_text() == ""  # another agent's: not this run's
+        assert hive.bootstrap().done  # dan's, and now the flag
+
+
+def test_bootstrap_can_be_turned_off_for_resume(
+    db_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    llm = ScriptedLLM(["<profile>\n## User\n- Ann\n</profile>"])
+    settings = Settings.from_env({"HIVEKEEP_BOOTSTRAP": "off"})
+    with Hive(db_path, embedder=local_embedder, settings=settings, llm=llm) as hive:
+        seed(hive.create_agent("ada"), "Ann lives in Lisbon")
+        assert hive.resume().bootstrap.ran is False and llm.calls == []
+        assert hive.bootstrap().done  # called by name, it still runs
+    with pytest.raises(ValidationError, match="HIVEKEEP_BOOTSTRAP"):
+        Settings.from_env({"HIVEKEEP_BOOTSTRAP": "maybe"})
 
 
 def test_bootstrap_respects_the_agent_lease(hive: Hive, llm: ScriptedLLM) -> None:

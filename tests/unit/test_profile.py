@@ -266,6 +266,25 @@ def test_append_to_a_document_with_only_a_preamble() -> None:
     assert apply_edit("", "Work", "append", "x") == "## Work\n- x\n"
 
 
+def test_appending_lines_the_section_already_holds_changes_nothing() -> None:
+    """Trimmed, one leading bullet ignored (as remove_line compares), case and runs of spaces
+    ignored too."""
+    assert apply_edit(DOC, "Preferences", "append", "Likes tea") is DOC
+    both = "  * likes  TEA \n\n- Dislikes meetings before 10"
+    assert apply_edit(DOC, "preferences", "append", both) is DOC
+    project = "Working on the hivekeep release."
+    assert apply_edit(DOC, "Projects", "append", project) is DOC
+    assert apply_edit(DOC, "Projects", "append", project, pin=True) != DOC  # another section
+    changed = apply_edit(DOC, "Preferences", "append", "Likes tea a lot")
+    assert changed.count("Likes tea") == 2
+
+
+def test_an_append_with_one_new_line_appends_all_its_lines_as_written() -> None:
+    new = apply_edit(DOC, "Preferences", "append", "Likes tea\nWalks daily")
+    section = parse(new).find("Preferences")
+    assert section is not None and section.body.endswith("- Likes tea\n- Walks daily\n\n")
+
+
 def test_lookup_is_case_insensitive_and_keeps_the_existing_spelling() -> None:
     new = apply_edit(DOC, "PROJECTS", "append", "More.")
     assert "## Projects\n" in new

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from hivekeep.errors import ValidationError
+from hivekeep.errors import ValidationError, install_extra
 from hivekeep.providers.llm.base import LLM
 
 
@@ -73,17 +73,32 @@ def create_llm(spec: str, *, context_window: int | None = None, **options: Any) 
 
 def _openai_compatible(preset: str) -> LLMFactory:
     def factory(model: str, /, **options: Any) -> LLM:
-        from hivekeep.providers.llm.openai_compat import OpenAICompatLLM
-
+        try:
+            from hivekeep.providers.llm.openai_compat import OpenAICompatLLM
+        except ImportError as exc:
+            raise _needs_sdk(preset, "openai", exc) from exc
         return OpenAICompatLLM(model, preset=preset, **options)
 
     return factory
 
 
 def _anthropic(model: str, /, **options: Any) -> LLM:
-    from hivekeep.providers.llm.anthropic import AnthropicLLM
-
+    try:
+        from hivekeep.providers.llm.anthropic import AnthropicLLM
+    except ImportError as exc:
+        raise _needs_sdk("anthropic", "anthropic", exc) from exc
     return AnthropicLLM(model, **options)
+
+
+def _needs_sdk(provider: str, sdk: str, exc: ImportError) -> Exception:
+    """The error for a spec whose SDK is not installed: the extra that installs it. (The SDKs
+    are extras, so a hive with no hosted model does not carry them.)"""
+    if exc.name is None or exc.name.split(".")[0] != sdk:
+        return exc  # another import failed inside the provider: not a missing extra
+    return ValidationError(
+        f"{provider}: models need the {sdk} package, which is not installed. "
+        f"Install it with: {install_extra(sdk)}."
+    )
 
 
 for _preset in ("openai", "ollama", "openrouter", "groq", "vllm", "lmstudio"):

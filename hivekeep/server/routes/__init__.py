@@ -13,6 +13,7 @@ from hivekeep.server.routes import (
     conversations,
     history,
     memories,
+    models,
     profile,
     tokens,
     tools,
@@ -27,5 +28,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     tools.router,
     tokens.router,
     conversations.router,
+    models.router,
     events.router,
 )

@@ -1,5 +1,5 @@
 """Conversations over HTTP: chat (streamed as SSE), context size, forced compaction, regenerate,
-and the settings a UI shows (the hive's models, and each agent's model and compaction numbers).
+and each agent's settings (its model and compaction numbers; the hive's models are in ``models``).
 
 A chat reply is streamed as the body of ``POST /api/conversations/{id}/chat`` (``delta``, ``tool``,
 then one ``reply`` or ``error`` event), and its tokens are also published on the hive's bus
@@ -31,7 +31,6 @@ from hivekeep import (
     ToolUse,
     ValidationError,
 )
-from hivekeep.providers.llm.registry import create_llm
 from hivekeep.server.deps import MAX_ID, AgentDep, HiveDep
 from hivekeep.server.errors import ErrorOut, error_response, library_error
 from hivekeep.server.schemas import Body
@@ -288,28 +287,6 @@ def regenerate_profile(agent: AgentDep, hive: HiveDep) -> Any:
 
 
 # settings ---------------------------------------------------------------------------------------
-@router.get("/settings")
-def hive_settings(hive: HiveDep) -> dict[str, Any]:
-    """The hive's models as configured (specs and model ids only: never a key)."""
-    settings = hive.settings
-    embedder = hive.embedder
-    return {
-        "llm": {
-            "configured": hive.llm_configured,
-            "spec": settings.llm,
-            "compacting_model": settings.compacting_model,
-            "extraction_model": settings.extraction_model,
-        },
-        "embedder": {
-            "spec": settings.embeddings,
-            "model_id": embedder.model_id,
-            "dimension": int(embedder.dimension),
-        },
-        "profile_max_tokens": hive.profile_budget,
-        "compaction_defaults": dataclasses.asdict(hive.compaction_defaults),
-    }
-
-
 @router.get("/agents/{agent}/settings")
 def get_agent_settings(agent: AgentDep, hive: HiveDep) -> dict[str, Any]:
     """The agent's model spec and compaction overrides, and the numbers in force."""
@@ -327,7 +304,7 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
     for name, spec in specs.items():
         if spec is not None:
             try:
-                create_llm(spec)  # ValidationError (422) when it cannot work
+                hive.check_llm(spec)  # ValidationError (422) when it cannot work
             except ValidationError as exc:
                 raise ValidationError(str(exc), field=name) from None
     compaction = fields.get("compaction")

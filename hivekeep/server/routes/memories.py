@@ -44,7 +44,14 @@ def _search(agent: Agent, params: MemoryQuery) -> MemoryList:
     hits = [h for h in result.hits if params.scope in (None, h.memory.scope.value)]
     page = hits[params.offset : params.offset + params.limit]
     listed = MemoryList(
-        memories=[_out(memory_view(hit.memory, agent.id, score=hit.score)) for hit in page],
+        memories=[
+            _out(
+                memory_view(
+                    hit.memory, agent.id, score=hit.score, match=hit.match, found_by=hit.found_by
+                )
+            )
+            for hit in page
+        ],
         total=len(hits),
         has_more=params.offset + len(page) < len(hits),
     )
@@ -79,8 +86,9 @@ def list_memories(agent: AgentDep, params: Annotated[MemoryQuery, Query()]) -> M
     responses={200: {"model": MemoryWritten, "description": "Already known: the existing one."}},
 )
 def create_memory(agent: AgentDep, body: NewMemoryBody, response: Response) -> MemoryWritten:
-    """Save a memory (201), or return the equivalent one already visible (200, duplicate)."""
-    [written] = agent.memorize_many([body.model_dump()])
+    """Save a memory (201), or return the equivalent one already visible (200, duplicate). The
+    writer is a person (the UI's form, a script): history records "create by person"."""
+    [written] = agent.memorize_many([body.model_dump()], by=Actor.PERSON)
     if written.duplicate:
         response.status_code = 200
     similar = [SimilarMemory(**similar_view(m)) for m in written.similar]

@@ -27,14 +27,13 @@ checking a file) and ``importer``.
 
 from __future__ import annotations
 
+from hivekeep.core.limits import MAX_CONTENT_CHARS, MAX_SUBJECT_CHARS
 from hivekeep.services.transfer.export import ExportReport, export_jsonl
 from hivekeep.services.transfer.format import (
     FORMAT,
     FORMAT_VERSION,
     HISTORY_VERSION,
-    MAX_CONTENT_CHARS,
     MAX_SOURCE_CONTEXT_CHARS,
-    MAX_SUBJECT_CHARS,
     Progress,
 )
 from hivekeep.services.transfer.importer import Importer, ImportReport

@@ -191,7 +191,7 @@ def _agent_line(agent: AgentRecord, settings: AgentSettings) -> dict[str, Any]:
         "role": agent.role,
         "created_at": agent.created_at,
         "updated_at": agent.updated_at,
-        "settings": settings.to_json(),
+        "settings": _settings(settings),
     }
 
 
@@ -290,3 +290,12 @@ def _memory_line(m: MemoryRecord, vector: npt.NDArray[np.float32] | None) -> dic
         "updated_at": m.updated_at,
         "vector": None if vector is None else encode_vector(vector),
     }
+
+
+def _settings(settings: AgentSettings) -> dict[str, Any]:
+    """An agent's settings as the file carries them; ``context_window`` only when set, so an
+    export of an agent without one still imports into a hivekeep that predates the field."""
+    out = settings.to_json()
+    if out["context_window"] is None:
+        del out["context_window"]
+    return out

@@ -15,6 +15,7 @@ import numpy.typing as npt
 import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from hivekeep.core.limits import MAX_CONTENT_CHARS, MAX_SUBJECT_CHARS
 from hivekeep.core.text import (
     check_not_future,
     clean_text,
@@ -41,9 +42,7 @@ Progress = Callable[[int, int], None]  # (lines done, lines in the file)
 
 # -- the line models -----------------------------------------------------------------------------
 
-# The memorize tool's limits (tools.py), applied to imported memories too.
-MAX_CONTENT_CHARS = 2000
-MAX_SUBJECT_CHARS = 200
+# The memorize tool's limits (core/limits.py) apply to imported memories too.
 MAX_SOURCE_CONTEXT_CHARS = 2000
 
 
@@ -109,6 +108,7 @@ class SettingsInfo(_Line):
     compaction: dict[str, Any] = Field(default_factory=dict)
     compacting_model: str | None = None
     extraction_model: str | None = None
+    context_window: int | None = Field(default=None, ge=1)
 
 
 class AgentLine(_Line):

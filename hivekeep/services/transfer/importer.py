@@ -212,6 +212,7 @@ class _Run:
             compaction={**line.settings.compaction, **current.compaction},
             compacting_model=current.compacting_model or line.settings.compacting_model,
             extraction_model=current.extraction_model or line.settings.extraction_model,
+            context_window=current.context_window or line.settings.context_window,
         )
         if merged != current:
             try:

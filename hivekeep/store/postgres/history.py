@@ -5,10 +5,12 @@ A mixin so that ``store.py`` stays about live memories; it relies on the host cl
 ``_owned_memory``, ``_profile_of``). As on SQLite, trashed memories live whole in
 ``memory_trash`` (vector included), out of ``memories`` and so out of both indexes and every read.
 
-Purge deletes the rows, the versions and the index entries in one transaction. PostgreSQL keeps
-deleted tuples until VACUUM reclaims them, and never zeroes the freed space or its own WAL: on a
-server, erasure down to the disk blocks is the operator's (``VACUUM FULL``, encrypted storage);
-see docs/memory.md, "Purge".
+Purge deletes the rows, the versions and the index entries in one transaction, with a
+``pending_scrubs`` row per memory; then ``VACUUM`` of the three tables reclaims the dead tuples
+(and their index entries), and only then the row goes: a purge cut short is finished by the next
+``finish_scrubs`` (every open of the hive, every purge). VACUUM makes the space reusable but does
+not zero it, nor PostgreSQL's own WAL: on a server, erasure down to the disk blocks is the
+operator's (``VACUUM FULL``, encrypted storage); see docs/memory.md, "Purge".
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ class HistoryRows:
     def _transaction(self) -> AbstractContextManager[Connection]:
         raise NotImplementedError  # provided by PostgresStore
 
+    def _connection(self) -> AbstractContextManager[Connection]:
+        raise NotImplementedError  # provided by PostgresStore
+
     def delete_memory(self, memory_id: int, owner_id: int, *, by: Actor = Actor.AGENT) -> None:
         with self._transaction() as conn:
             conn.execute("SELECT 1 FROM memories WHERE id = %s FOR UPDATE", (memory_id,))
@@ -112,18 +117,46 @@ class HistoryRows:
         )
         erased |= {int(row[0]) for row in trashed.fetchall()}
         conn.execute("DELETE FROM memory_versions WHERE memory_id = ANY(%s)", (list(ids),))
+        if erased:
+            conn.execute(
+                "INSERT INTO pending_scrubs(memory_id, requested_at) "
+                "SELECT unnest(%s::bigint[]), %s",
+                (sorted(erased), now_timestamp()),
+            )
         return len(erased)
 
-    def purge_memory(self, memory_id: int) -> bool:
+    def erase_memory(self, memory_id: int) -> bool:
         with self._transaction() as conn:
             return bool(self._erase(conn, [memory_id]))
+
+    def pending_scrubs(self) -> list[int]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT memory_id FROM pending_scrubs ORDER BY memory_id"
+            ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def finish_scrubs(self) -> list[int]:
+        with self._connection() as conn:
+            pending = conn.execute("SELECT id, memory_id FROM pending_scrubs").fetchall()
+            if not pending:
+                return []
+            # autocommit: VACUUM cannot run inside a transaction
+            conn.execute("VACUUM memories, memory_trash, memory_versions")
+            conn.execute(
+                "DELETE FROM pending_scrubs WHERE id = ANY(%s)", ([row[0] for row in pending],)
+            )
+        return sorted({int(row[1]) for row in pending})
 
     def purge_trash(self, deleted_before: str) -> int:
         with self._transaction() as conn:
             rows = conn.execute(
                 "SELECT id FROM memory_trash WHERE deleted_at < %s", (deleted_before,)
             ).fetchall()
-            return self._erase(conn, [int(row[0]) for row in rows]) if rows else 0
+            erased = self._erase(conn, [int(row[0]) for row in rows]) if rows else 0
+        if erased:
+            self.finish_scrubs()
+        return erased
 
     # what an export with history carries, put back by an import -----------------------------
     def put_trashed_memory(

@@ -283,10 +283,24 @@ def m003_history_and_trash(conn: Connection) -> None:
         conn.execute(statement)  # our own fixed text
 
 
+def m005_pending_scrubs(conn: Connection) -> None:
+    """As SQLite's migration 9: a purge's pending clean-up (here ``VACUUM`` of the purged tables),
+    recorded in the purge's transaction and cleared once it has run."""
+    conn.execute(
+        """CREATE TABLE pending_scrubs (
+            id bigserial PRIMARY KEY,
+            memory_id bigint NOT NULL,
+            requested_at text COLLATE "C" NOT NULL
+        )"""
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial: agents, memories (full text, vector), conversations, leases", m001_initial),
     (2, "shared memories outlive their author", m002_memories_outlive_authors),
     (3, "versions of memories and profiles, and a trash", m003_history_and_trash),
+    # 4 is reserved for another change of the same round (issue 25)
+    (5, "purges whose clean-up is pending", m005_pending_scrubs),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -120,6 +120,10 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
         conn.execute(f"SET hnsw.max_scan_tuples = {HNSW_MAX_SCAN_TUPLES}")
         conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
 
+    def data_version(self) -> int | None:
+        """None: on PostgreSQL other processes' events arrive through ``EventRelay`` instead."""
+        return None
+
     def close(self) -> None:
         if self._closed:
             return

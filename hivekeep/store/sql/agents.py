@@ -189,6 +189,8 @@ class AgentRows(SqlRows):
         with self._atomic() as s:  # the profile's row locked (SQLite: the write lock) first
             current = profile(s, agent_id, lock=True)
             text, tokens = change(current)
+            if text == current.text:
+                return current
             return self._write_profile(s, agent_id, text, tokens, current.revision, manual, written)
 
     def save_profile(

@@ -30,9 +30,10 @@ from hivekeep.store.rows import (
     VERSION_COLUMNS,
     author_of,
     first_version,
-    memory_from_row,
+    forgotten_version,
     profile_version_from_row,
     profile_version_values,
+    trashed_from_row,
     version_from_row,
     version_values,
     with_current,
@@ -40,7 +41,7 @@ from hivekeep.store.rows import (
 from hivekeep.store.sql import agents
 from hivekeep.store.sql.dialect import Session, SqlRows
 from hivekeep.store.sql.memories import visible
-from hivekeep.types import Actor
+from hivekeep.types import Operation, Scope
 
 # The state of a profile before its first recorded write (a new agent's empty profile, or one
 # written before history existed: who wrote it is inferred from its stamps).
@@ -54,6 +55,21 @@ _PROFILE_BEFORE = (
 )
 
 
+def version_visible(
+    scope: Scope, author_id: int | None, writer_id: int | None, viewer_id: int
+) -> bool:
+    """Whether a viewer who can see a memory now may read one of its versions: one that was
+    private when it was current only if the viewer could see it then, that is the agent whose
+    write made it (``writer_id``; None: the memory's author, ``author_id``, None once that agent
+    is deleted) or a person (``PERSON``, the admin path, sees every version). A shared version
+    is readable by everyone who can see the memory now. Sharing a memory must not publish what it
+    said while it was private (docs/guarantees.md)."""
+    if viewer_id == PERSON or scope is Scope.SHARED:
+        return True
+    owner = author_id if writer_id is None else writer_id
+    return owner is not None and owner == viewer_id
+
+
 def in_trash(s: Session, memory_id: int, owner_id: int, *, lock: bool = False) -> None:
     """NotFound unless the memory is in the owner's trash (PERSON: a shared one)."""
     row = s.one(
@@ -63,6 +79,16 @@ def in_trash(s: Session, memory_id: int, owner_id: int, *, lock: bool = False) -
     )
     if row is None or not (row[0] == owner_id or (owner_id == PERSON and row[1] == "shared")):
         raise NotFound(f"No memory with id {memory_id} is in this agent's trash.")
+
+
+def _trashed(s: Session, memory_id: int) -> TrashedMemory:
+    """A trashed memory whole (after ``in_trash`` found it the viewer's)."""
+    row = s.one(
+        f"SELECT {MEMORY_COLUMNS}, deleted_at, deleted_by FROM memory_trash WHERE id = ?",
+        (memory_id,),
+    )
+    assert row is not None
+    return trashed_from_row(row)
 
 
 def trashed_author(s: Session, memory: NewMemory, owner: int | None, deleted_at: str) -> str | None:
@@ -84,19 +110,34 @@ class VersionRows(SqlRows):
 
     def memory_history(self, memory_id: int, viewer_id: int) -> list[MemoryVersion]:
         with self._atomic() as s:
+            live: MemoryRecord | None = None
+            trashed: TrashedMemory | None = None
             try:
-                live: MemoryRecord | None = visible(s, memory_id, viewer_id)
+                live = visible(s, memory_id, viewer_id)
             except NotFound:
-                live = None
-                in_trash(s, memory_id, viewer_id)  # raises NotFound when not the viewer's
+                try:
+                    in_trash(s, memory_id, viewer_id)
+                except NotFound:  # neither live nor trashed, for this viewer
+                    raise NotFound(
+                        f"No memory with id {memory_id} is visible to this agent or in its trash."
+                    ) from None
+                trashed = _trashed(s, memory_id)
             rows = s.rows(
                 f"SELECT {VERSION_COLUMNS} FROM memory_versions WHERE memory_id = ? "
                 "ORDER BY version DESC",
                 (memory_id,),
             )
-        if not rows and live is not None:
-            return [first_version(live)]
-        return [version_from_row(row) for row in rows]
+        versions = [version_from_row(row) for row in rows]
+        if live is not None:
+            author = live.agent_id
+            versions = versions or [first_version(live)]
+        else:
+            assert trashed is not None
+            author = trashed.memory.agent_id
+            if not versions or versions[0].operation is not Operation.FORGET:
+                newest = versions[0].version if versions else 0
+                versions.insert(0, forgotten_version(trashed, newest + 1))
+        return [v for v in versions if version_visible(v.scope, author, None, viewer_id)]
 
     def list_trash(self, owner_id: int, limit: int, offset: int) -> tuple[list[TrashedMemory], int]:
         where = "scope = 'shared'" if owner_id == PERSON else "agent_id = :owner"
@@ -108,7 +149,7 @@ class VersionRows(SqlRows):
                 f"WHERE {where} ORDER BY deleted_at DESC, id DESC LIMIT :limit OFFSET :offset",
                 params,
             )
-        trashed = [TrashedMemory(memory_from_row(r), r[16], Actor(r[17])) for r in rows]
+        trashed = [trashed_from_row(r) for r in rows]
         return trashed, int(total[0]) if total else 0
 
     def trash_with_vectors(
@@ -123,7 +164,7 @@ class VersionRows(SqlRows):
             )
             return [
                 (
-                    TrashedMemory(memory_from_row(r), r[16], Actor(r[17])),
+                    trashed_from_row(r),
                     None if r[18] is None else s.dialect.vector_from(r[18]),
                 )
                 for r in rows

@@ -100,12 +100,13 @@ def fetch(s: Session, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRec
     return {row[0]: memory_from_row(row) for row in rows}
 
 
-def same_text(s: Session, text_key: str, author_id: int) -> int | None:
-    """The oldest memory visible to the author with this text key (the exact-duplicate check)."""
+def same_text(s: Session, text_key: str, author_id: int, excluding: int = 0) -> int | None:
+    """The oldest memory visible to the author with this text key (the exact-duplicate check),
+    ``excluding`` one (a restore's own memory; 0, no id, excludes none)."""
     row = s.one(
-        "SELECT id FROM memories WHERE text_key = ? AND (agent_id = ? OR scope = 'shared') "
-        "ORDER BY id LIMIT 1",
-        (text_key, author_id),
+        "SELECT id FROM memories WHERE text_key = ? AND id <> ? "
+        "AND (agent_id = ? OR scope = 'shared') ORDER BY id LIMIT 1",
+        (text_key, excluding, author_id),
     )
     return None if row is None else int(row[0])
 
@@ -164,7 +165,14 @@ class MemoryRows(SqlRows):
             latest = latest_version(s, memory_id)
             fields: dict[str, Any] = {
                 name: getattr(value, "value", value)
-                for name in ("content", "category", "subject", "importance", "scope")
+                for name in (
+                    "content",
+                    "category",
+                    "subject",
+                    "importance",
+                    "scope",
+                    "source_context",
+                )
                 if (value := getattr(changes, name)) is not KEEP
             }
             if "subject" in fields and s.dialect.SUBJECT_KEY_STORED:
@@ -190,6 +198,10 @@ class MemoryRows(SqlRows):
     def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
         with self._reading() as s:
             return fetch(s, viewer_id, ids)
+
+    def find_same_text(self, viewer_id: int, text_key: str, *, excluding: int = 0) -> int | None:
+        with self._reading() as s:
+            return same_text(s, text_key, viewer_id, excluding)
 
     def list_memories(
         self, viewer_id: int, filters: MemoryFilter, limit: int, offset: int

@@ -11,11 +11,19 @@ anyway), so a purge turns it on for itself: the rows go with their content zeroe
 index is merged into one segment (FTS5 keeps deleted entries in old segments until a merge), the
 file is rebuilt (``VACUUM``: the free space earlier writes left behind goes) and the WAL is
 checkpointed and truncated, so the text is in neither file afterwards.
+
+The erase commits first, with a ``pending_scrubs`` row per memory; the row goes only once the
+scrub (merge, ``VACUUM``, checkpoint) has completed. A purge killed in between leaves the row,
+and the next ``finish_scrubs`` (every open of the hive, every purge, ``hivekeep purge --resume``)
+does the scrub again. ``HIVEKEEP_TEST_CRASH_AT`` names a step at which the process kills itself
+(``crash_point``): tests use it to kill a purge at each step; nothing else sets it.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -46,6 +54,16 @@ from hivekeep.store.sqlite.vectors import VectorIndex
 from hivekeep.types import Actor, Operation
 
 log = logging.getLogger(__name__)
+
+CRASH_ENV = "HIVEKEEP_TEST_CRASH_AT"
+PURGE_STEPS = ("erasing", "erased", "merged", "vacuumed", "checkpointed")
+
+
+def crash_point(step: str) -> None:
+    """Die here, with SIGKILL (no clean-up, as ``kill -9``), when ``HIVEKEEP_TEST_CRASH_AT`` is
+    ``step``: the crash tests' way to stop a purge at each of ``PURGE_STEPS``, for tests only."""
+    if os.environ.get(CRASH_ENV) == step:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class HistoryRows:
@@ -121,16 +139,25 @@ class HistoryRows:
 
     # purge ------------------------------------------------------------------------------------
     def _erase(self, conn: Any, ids: Sequence[int]) -> int:
-        """Delete the memories' rows, trash rows, versions and vectors (in the transaction)."""
+        """Delete the memories' rows, trash rows, versions and vectors, and record a pending
+        scrub of each one erased (in the transaction)."""
         erased = 0
+        now = now_timestamp()
         for memory_id in ids:
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))  # FTS: trigger
             erased_live = conn.changes()
             conn.execute("DELETE FROM memory_trash WHERE id = ?", (memory_id,))
-            erased += int(bool(erased_live or conn.changes()))
+            found = bool(erased_live or conn.changes())
             conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
             if erased_live:
                 self._index.delete(memory_id)
+            if found:
+                erased += 1
+                conn.execute(
+                    "INSERT INTO pending_scrubs(memory_id, requested_at) VALUES (?, ?)",
+                    (memory_id, now),
+                )
+        crash_point("erasing")  # the transaction is still open: a kill here rolls it back
         return erased
 
     @contextmanager
@@ -144,31 +171,52 @@ class HistoryRows:
             finally:
                 self._conn.execute("PRAGMA secure_delete = OFF")
 
-    def _scrub(self) -> None:
+    def _scrub(self) -> bool:
         """After erasing (under ``_secure_delete``): merge the full-text index (dropping deleted
         entries from its segments), rebuild the file (VACUUM: no free space, where updates and
         forgets made before the purge left old bytes) and move every WAL frame into the file,
-        then truncate the WAL."""
+        then truncate the WAL. False when the WAL could not be truncated."""
         with self.atomic() as conn:
             conn.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
+        crash_point("merged")
         self._conn.execute("VACUUM")
-        self._checkpoint()
+        crash_point("vacuumed")
+        return self._checkpoint()
 
-    def _checkpoint(self) -> None:
+    def _checkpoint(self) -> bool:
         busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             log.warning(
                 "The WAL of the hive file could not be truncated (another connection is reading); "
-                "erased text stays in it until the next checkpoint."
+                "erased text stays in it until the purge's clean-up is finished (at the next "
+                "open of the hive, or `hivekeep purge --resume`)."
             )
+        return not busy
 
-    def purge_memory(self, memory_id: int) -> bool:
-        with self._secure_delete():
-            with self.atomic() as conn:
-                erased = self._erase(conn, [memory_id])
-            if erased:
-                self._scrub()
+    def erase_memory(self, memory_id: int) -> bool:
+        with self._secure_delete(), self.atomic() as conn:
+            erased = self._erase(conn, [memory_id])
+        crash_point("erased")
         return bool(erased)
+
+    def pending_scrubs(self) -> list[int]:
+        rows = self._read("SELECT DISTINCT memory_id FROM pending_scrubs ORDER BY memory_id")
+        return [int(row[0]) for row in rows]
+
+    def finish_scrubs(self) -> list[int]:
+        with self._lock:
+            pending = self._conn.execute("SELECT id, memory_id FROM pending_scrubs").fetchall()
+            if not pending:  # the common case, checked at every open: no pragma, no scrub
+                return []
+            with self._secure_delete():
+                if not self._scrub():
+                    return []
+            crash_point("checkpointed")
+            with self.atomic() as conn:  # only what this scrub covered: later erases wait theirs
+                conn.executemany(
+                    "DELETE FROM pending_scrubs WHERE id = ?", [(row[0],) for row in pending]
+                )
+        return sorted({int(row[1]) for row in pending})
 
     def purge_trash(self, deleted_before: str) -> int:
         with self._lock:
@@ -177,17 +225,15 @@ class HistoryRows:
             ).fetchone()
         if expired is None:  # the common case, checked at every open: no pragma, no scrub
             return 0
-        with self._secure_delete():
-            with self.atomic() as conn:
-                ids = [
-                    int(row[0])
-                    for row in conn.execute(
-                        "SELECT id FROM memory_trash WHERE deleted_at < ?", (deleted_before,)
-                    )
-                ]
-                erased = self._erase(conn, ids)
-            if erased:
-                self._scrub()
+        with self._secure_delete(), self.atomic() as conn:
+            ids = [
+                int(row[0])
+                for row in conn.execute(
+                    "SELECT id FROM memory_trash WHERE deleted_at < ?", (deleted_before,)
+                )
+            ]
+            erased = self._erase(conn, ids)
+        self.finish_scrubs()
         return erased
 
     # what an export with history carries, put back by an import -----------------------------

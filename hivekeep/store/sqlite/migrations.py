@@ -389,6 +389,22 @@ def m007_fts_audience(conn: Connection) -> None:
     )
 
 
+def m009_pending_scrubs(conn: Connection) -> None:
+    """``pending_scrubs``: a purge whose clean-up has not completed (docs/memory.md, "Purge").
+
+    A purge records one row per erased memory in the transaction that erases it, and deletes the
+    row only once the file is scrubbed (full-text merge, ``VACUUM``, WAL truncated): a purge
+    killed in between is finished when the hive is next opened. No text, only the id.
+    """
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS pending_scrubs (
+            id INTEGER PRIMARY KEY,
+            memory_id INTEGER NOT NULL,
+            requested_at TEXT NOT NULL
+        )"""
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial", m001_initial),
     (2, "full text over source context and date", m002_fts_context),
@@ -397,6 +413,8 @@ MIGRATIONS: list[Migration] = [
     (5, "shared memories outlive their author", m005_memories_outlive_authors),
     (6, "versions of memories and profiles, and a trash", m006_history_and_trash),
     (7, "full-text audience column", m007_fts_audience),
+    # 8 is reserved for another change of the same round (issue 25)
+    (9, "purges whose clean-up is pending", m009_pending_scrubs),
 ]
 LATEST = MIGRATIONS[-1][0]
 

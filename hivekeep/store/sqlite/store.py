@@ -101,6 +101,11 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
         with self._lock:
             self._conn.close()
 
+    def data_version(self) -> int | None:
+        """SQLite's ``PRAGMA data_version`` on this store's one connection."""
+        with self._lock:
+            return int(self._conn.execute("PRAGMA data_version").fetchall()[0][0])
+
     @property
     def vector_cache(self) -> VectorCache | None:
         """The in-process copy of the vector index (None when turned off), for inspection."""

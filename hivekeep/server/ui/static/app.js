@@ -9,13 +9,23 @@ const TABS = { chat: ["Chat", chatView], memory: ["Memory", memoryView], setting
 const listeners = new Set(); // the open view's handlers of live events
 let current = { agent: null, tab: "chat", dispose: null };
 
-export function status(text) { document.getElementById("status").textContent = text; }
+export function status(text, error = false) {
+  const line = document.getElementById("status");
+  line.textContent = text;
+  line.classList.toggle("error", error);
+}
 
+// Asked for at start, and again when the server refuses the token in use (401): then it says so.
 function showTokenForm() {
   const form = document.getElementById("token-form");
+  const rejected = token.get() !== "";
   form.hidden = false;
-  status("This server needs its API token.");
-  document.getElementById("token-input").focus();
+  form.classList.toggle("rejected", rejected);
+  status(rejected ? "The server rejected this API token (401): enter the server's HIVEKEEP_API_TOKEN."
+    : "This server needs its API token.", rejected);
+  const input = document.getElementById("token-input");
+  input.setAttribute("aria-invalid", String(rejected));
+  input.focus();
 }
 
 async function loadAgents() {
@@ -114,7 +124,8 @@ async function start() {
   } catch { return; } // 401: the token form is shown
   unsubscribe = subscribe((type, event) => {
     if (type.startsWith("agent:")) return onAgentEvent(type, event); // another tab, CLI or API
-    if (current.agent && event.agent_id === current.agent.id) {
+    if (type === "hive:changed") loadAgents(); // another process wrote: the open view refreshes too
+    if (current.agent && (event.agent_id === current.agent.id || type === "hive:changed")) {
       for (const listener of listeners) listener(type, event);
     }
   });

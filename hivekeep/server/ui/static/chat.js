@@ -8,6 +8,18 @@ const count = (n, one, many) => `${number(n)} ${n === 1 ? one : many}`;
 const NO_MODEL = "This agent has no chat model yet, so it cannot reply or compact. Choose one in " +
   "the Settings tab, or start the server with HIVEKEEP_LLM set (README → Configuration).";
 
+// What is typed but not sent, per agent and conversation: it survives a tab switch and a reload.
+const drafts = {
+  key: (agentId, conversationId) => `hivekeep.draft.${agentId}.${conversationId}`,
+  get: (agentId, conversationId) => localStorage.getItem(drafts.key(agentId, conversationId)) || "",
+  set(agentId, conversationId, text) {
+    if (text) localStorage.setItem(drafts.key(agentId, conversationId), text);
+    else localStorage.removeItem(drafts.key(agentId, conversationId));
+  },
+};
+// A failed turn keeps its message stored; the server answers a resend of it in place.
+const UNANSWERED = "Not answered: the model failed. Send it again to retry (it is not stored twice).";
+
 // The profile History entry a compaction's rewrite wrote (memory.js opens it, with its diff).
 const profileDiff = (agentId, version) => `#/agents/${agentId}/memory/profile/${version}`;
 
@@ -79,15 +91,21 @@ export async function chatView(panel, agent) {
   const compact = h("button", { type: "button", class: "secondary" }, "Force compact");
   let conversation = null;
   let live = null; // the running compaction's card
-  const { model_id: model } = await api(`/agents/${agent.id}/settings`);
+  const { model_id: model, llm_error: unusable } = await api(`/agents/${agent.id}/settings`);
+  // No model at all, or one that cannot work (e.g. HIVEKEEP_LLM without its API key): say which.
+  const reason = !model && unusable && !unusable.startsWith("No LLM is configured")
+    ? `The chat model cannot be used, so Send is off: ${unusable} Give this server the key in ` +
+      "the Settings tab (kept in memory only), or restart it with the key set."
+    : NO_MODEL;
   const noModel = model ? null : h("p", { class: "hint no-model", id: `no-model-${agent.id}` },
-    NO_MODEL.split("the Settings tab")[0],
+    reason.split("the Settings tab")[0],
     h("a", { href: `#/agents/${agent.id}/settings` }, "the Settings tab"),
-    NO_MODEL.split("the Settings tab")[1]);
+    reason.split("the Settings tab")[1]);
   if (noModel) {
     for (const button of [send, compact]) {
       button.disabled = true;
-      button.title = "No chat model is set for this agent";
+      button.title = reason === NO_MODEL ? "No chat model is set for this agent"
+        : "The chat model cannot be used (see the note above)";
       button.setAttribute("aria-describedby", noModel.id);
     }
   }
@@ -110,7 +128,13 @@ export async function chatView(panel, agent) {
     live = null;
     const { messages } = await api(`/conversations/${id}/messages?limit=1000`);
     log.replaceChildren(...messages.map((message) => messageItem(message, agent.id)).filter(Boolean));
+    const last = messages.filter((m) => !m.is_compaction_record).at(-1);
+    if (last?.role === "user") { // its turn failed: say so, at the message
+      const shown = log.querySelectorAll(".msg.user");
+      shown[shown.length - 1]?.append(h("small", { class: "unanswered" }, UNANSWERED));
+    }
     log.scrollTop = log.scrollHeight;
+    input.value = drafts.get(agent.id, id);
     await Promise.all([showList(), refreshContext()]);
     form.hidden = false;
     input.focus();
@@ -142,11 +166,15 @@ export async function chatView(panel, agent) {
     } catch (error) {
       failWith(error.message);
     }
-    if (!failed) input.value = ""; // a failed send keeps what was typed, to try again
+    if (!failed) { // a failed send keeps what was typed, to try again
+      input.value = "";
+      drafts.set(agent.id, conversation, "");
+    }
     send.disabled = false;
     await open(conversation);
   } },
   ...field("Message", input), send);
+  input.addEventListener("input", () => drafts.set(agent.id, conversation, input.value));
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
   });

@@ -22,9 +22,35 @@ export function diffWords(before, after) {
   return parts;
 }
 
+// Each change between unchanged runs as one <del> (the old words) then one <ins> (the new), not
+// interleaved word by word; diffView keeps them apart by a space ("10am 11am", not "10am11am").
+// The text keeps its line breaks (white-space: pre-wrap in the stylesheet).
+export function diffRuns(before, after) {
+  const runs = [];
+  let change = null;
+  for (const { op, text } of diffWords(before, after)) {
+    if (op === "same") {
+      change = null;
+      const last = runs[runs.length - 1];
+      if (last?.op === "same") last.text += text; else runs.push({ op, text });
+    } else {
+      if (!change) {
+        change = { del: { op: "del", text: "" }, add: { op: "add", text: "" } };
+        runs.push(change.del, change.add);
+      }
+      change[op].text += text;
+    }
+  }
+  return runs.filter((run) => run.text);
+}
+
 function diffView(before, after) {
-  return h("p", { class: "diff" }, ...diffWords(before, after).map(({ op, text }) =>
-    op === "same" ? text : h(op === "add" ? "ins" : "del", {}, text)));
+  const runs = diffRuns(before, after);
+  return h("p", { class: "diff" }, ...runs.flatMap(({ op, text }, index) => {
+    if (op === "same") return [text];
+    const node = h(op === "add" ? "ins" : "del", { title: op === "add" ? "added" : "removed" }, text);
+    return op === "add" && runs[index - 1]?.op === "del" ? [" ", node] : [node];
+  }));
 }
 
 // ``versions`` newest first; ``key`` is "content" (a memory) or "text" (a profile).

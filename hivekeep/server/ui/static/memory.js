@@ -2,6 +2,7 @@
 import { api } from "./api.js";
 import { h, field, options, CATEGORIES, SCOPES } from "./dom.js";
 import { historyList, trashView } from "./history.js";
+import { memoryLink, newerLine, relevanceBadge, writeNotice, RELEVANCE_HELP } from "./notices.js";
 
 const PAGE = 20;
 const COUNT_DELAY_MS = 200; // the server counts the text a moment after typing stops
@@ -104,16 +105,20 @@ function profileEditor(agent) {
   return { form, load, showHistory };
 }
 
-function memoryItem(agent, memory, reload) {
+// ``ctx``: {agent, reload, focus} of the archive the item is listed in.
+function memoryItem(ctx, memory) {
+  const { agent, reload } = ctx;
   const own = !memory.shared_by;
-  const item = h("li", { class: "memory" });
+  const weak = memory.match === "weak" ? " weak" : "";
+  const item = h("li", { class: `memory${weak}`, "data-id": String(memory.id) });
   const badges = h("div", { class: "badges" },
+    h("span", { class: "badge id" }, `#${memory.id}`),
     h("span", { class: "badge" }, memory.category),
     memory.subject ? h("span", { class: "badge" }, memory.subject) : null,
     memory.scope === "shared" ? h("span", { class: "badge shared" }, own ? "shared" : `shared by ${memory.shared_by}${memory.author_deleted ? " (deleted)" : ""}`) : null,
     memory.importance ? h("span", { class: "badge", title: "importance" }, `★ ${memory.importance}`) : null,
     h("span", { class: "badge", title: "times recalled" }, `recalled ${memory.retrieval_count}×`),
-    memory.score !== undefined ? h("span", { class: "badge" }, `score ${memory.score.toFixed(2)}`) : null,
+    memory.match ? relevanceBadge(memory) : null,
     h("small", {}, memory.age));
   const actions = own ? h("div", { class: "row" },
     h("button", { type: "button", class: "secondary", onclick: () => edit() }, "Edit"),
@@ -129,7 +134,8 @@ function memoryItem(agent, memory, reload) {
       await api(`/memories/${memory.id}`, { method: "DELETE" });
       reload();
     } }, "Delete")) : null;
-  item.append(h("p", { class: "content" }, memory.content), badges, actions);
+  item.append(h("p", { class: "content" }, memory.content), badges,
+    memory.newer ? newerLine(ctx, memory.newer) : null, actions);
 
   async function showHistory() {
     const versions = await api(`/agents/${agent.id}/memories/${memory.id}/history`);
@@ -144,7 +150,7 @@ function memoryItem(agent, memory, reload) {
     const form = memoryForm(memory, async (body) => {
       await api(`/agents/${agent.id}/memories/${memory.id}`, { method: "PATCH", body });
       reload();
-    }, "Save changes", () => item.replaceWith(memoryItem(agent, memory, reload)));
+    }, "Save changes", () => item.replaceWith(memoryItem(ctx, memory)));
     item.replaceChildren(form);
     form.querySelector("textarea").focus();
   }
@@ -160,15 +166,19 @@ function memoryForm(memory, submit, label, cancel) {
   const importance = h("input", { type: "number", min: 1, max: 10, value: memory?.importance || "" });
   const scope = h("select", {}, options(SCOPES, memory?.scope || "private"));
   const error = h("p", { class: "error", role: "alert" });
+  const outcome = h("div", { class: "outcome" }); // what the server said of the write, if anything
   return h("form", { class: "stack memory-form", onsubmit: async (event) => {
     event.preventDefault();
+    error.textContent = "";
+    outcome.replaceChildren();
     try {
-      await submit({
+      const shown = await submit({
         content: content.value, category: category.value, scope: scope.value,
         subject: subject.value.trim() || null,
         importance: importance.value ? Number(importance.value) : null,
       });
       if (!memory) event.target.reset();
+      if (shown) outcome.replaceChildren(shown);
     } catch (failure) {
       error.textContent = failure.message;
     }
@@ -181,7 +191,7 @@ function memoryForm(memory, submit, label, cancel) {
     h("div", { class: "stack" }, ...field("Scope", scope))),
   h("div", { class: "row" }, h("button", { type: "submit" }, label),
     cancel ? h("button", { type: "button", class: "secondary", onclick: cancel }, "Cancel") : null),
-  error);
+  error, outcome);
 }
 
 function archive(agent) {
@@ -191,6 +201,7 @@ function archive(agent) {
   const scope = h("select", {}, options(SCOPES, "", "any scope"));
   const list = h("ul", { class: "memories", "aria-label": "Memories" });
   const summary = h("p", { role: "status" });
+  const legend = h("p", { class: "hint legend", hidden: true }, RELEVANCE_HELP);
   const previous = h("button", { type: "button", class: "secondary" }, "Previous");
   const next = h("button", { type: "button", class: "secondary" }, "Next");
   let offset = 0;
@@ -203,7 +214,8 @@ function archive(agent) {
     try {
       const page = await api(`/agents/${agent.id}/memories?${params}`);
       if (live && list.querySelector("form, .history")) return; // an edit or history is open: keep it
-      list.replaceChildren(...page.memories.map((m) => memoryItem(agent, m, load)));
+      list.replaceChildren(...page.memories.map((m) => memoryItem(ctx, m)));
+      legend.hidden = !params.has("query") || !page.memories.length;
       const shown = page.memories.length;
       summary.textContent = shown ? `${offset + 1}–${offset + shown} of ${page.total}` +
         (page.warning ? ` (${page.warning})` : "") : "No memories match.";
@@ -226,18 +238,39 @@ function archive(agent) {
   h("div", { class: "stack" }, ...field("Scope", scope)),
   h("button", { type: "submit" }, "Search"));
   const add = memoryForm(null, async (body) => {
-    await api(`/agents/${agent.id}/memories`, { method: "POST", body });
+    const written = await api(`/agents/${agent.id}/memories`, { method: "POST", body });
     offset = 0;
     await load();
+    return writeNotice(ctx, written);
   }, "Add memory");
   const section = h("section", { class: "archive" }, h("h3", {}, "Archive"),
     h("details", {}, h("summary", {}, "Add a memory"), add),
-    search, summary, list, h("div", { class: "row" }, previous, next));
+    search, summary, legend, list, h("div", { class: "row" }, previous, next));
+
+  // Memory #id scrolled to and outlined; fetched and shown first when not on this page.
+  async function focus(id) {
+    let item = list.querySelector(`li[data-id="${id}"]`);
+    if (!item) {
+      try {
+        item = memoryItem(ctx, await api(`/agents/${agent.id}/memories/${id}`));
+      } catch (error) {
+        summary.textContent = `Memory #${id}: ${error.message}`;
+        return;
+      }
+      list.prepend(item);
+    }
+    for (const old of list.querySelectorAll(".memory.focus")) old.classList.remove("focus");
+    item.classList.add("focus");
+    item.scrollIntoView({ block: "center" });
+    item.querySelector(".content").setAttribute("tabindex", "-1");
+    item.querySelector(".content").focus({ preventScroll: true });
+  }
+  const ctx = { agent, reload: () => load(), focus };
   // A live refresh must not throw away an edit in progress (a save reloads anyway).
   const trash = trashView(agent, () => load());
   section.append(trash.section);
   const refresh = () => { trash.load(); if (!list.querySelector("form, .history")) load(true); };
-  return { section, load, refresh };
+  return { section, load, refresh, focus };
 }
 
 export async function memoryView(panel, agent) {
@@ -247,11 +280,13 @@ export async function memoryView(panel, agent) {
   await Promise.all([editor.load(), memories.load()]);
   const linked = location.hash.match(/\/memory\/profile\/(\d+)$/); // from a compaction card
   if (linked) await editor.showHistory(Number(linked[1]));
+  const memory = location.hash.match(/\/memory\/(\d+)$/); // a link to one memory (#N)
+  if (memory) await memories.focus(Number(memory[1]));
   let timer = null;
   return {
     onEvent(type) {
-      if (type === "profile:updated") editor.load();
-      if (type.startsWith("memory:")) {
+      if (type === "profile:updated" || type === "hive:changed") editor.load();
+      if (type.startsWith("memory:") || type === "hive:changed") {
         clearTimeout(timer);
         timer = setTimeout(memories.refresh, 200);
       }

@@ -1,6 +1,7 @@
 // Settings tab: the hive's models (as configured, never keys) and this agent's overrides.
 import { api } from "./api.js";
 import { h, field } from "./dom.js";
+import { credentialsSection } from "./credentials.js";
 
 export async function settingsView(panel, agent) {
   const [hive, mine] = await Promise.all([api("/settings"), api(`/agents/${agent.id}/settings`)]);
@@ -58,13 +59,19 @@ export async function settingsView(panel, agent) {
   message);
 
   const llm = hive.llm;
+  const llmState = h("dd", {}, llm.spec || (llm.configured ? "set in code" : "not configured (set HIVEKEEP_LLM)"),
+    llm.error ? h("span", { class: "error" }, ` — cannot be used: ${llm.error}`) : null);
+  const credentials = credentialsSection(llm, (settings) => {
+    llmState.querySelector(".error")?.remove();
+    if (settings.llm.error) llmState.append(h("span", { class: "error" }, ` — cannot be used: ${settings.llm.error}`));
+  });
   panel.append(h("section", { class: "hive-settings" }, h("h3", {}, "Hive"),
     h("dl", {},
-      h("dt", {}, "LLM"), h("dd", {}, llm.spec || (llm.configured ? "set in code" : "not configured (set HIVEKEEP_LLM)")),
+      h("dt", {}, "LLM"), llmState,
       h("dt", {}, "Compaction model"), h("dd", {}, llm.compacting_model || "the agent's model"),
       h("dt", {}, "Extraction model"), h("dd", {}, llm.extraction_model || "the agent's model"),
       h("dt", {}, "Embedder"), h("dd", {}, `${hive.embedder.spec} (${hive.embedder.model_id}, ${hive.embedder.dimension}-d)`),
-      h("dt", {}, "Profile budget"), h("dd", {}, `${hive.profile_max_tokens} tokens`))), form,
+      h("dt", {}, "Profile budget"), h("dd", {}, `${hive.profile_max_tokens} tokens`)), credentials), form,
     deleteSection(agent));
 }
 
