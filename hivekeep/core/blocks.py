@@ -22,7 +22,13 @@ _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
 DATA_TAG = "data"  # the fence around untrusted text (``fence_untrusted``)
 # Every block tag a hivekeep prompt or reply uses: untrusted text may open or close none of them.
 PROMPT_TAGS = (
-    *(DATA_TAG, "profile", "archive", "conversation", "summary", "summaries", "memories"),
+    DATA_TAG,
+    "profile",
+    "archive",
+    "conversation",
+    "summary",
+    "summaries",
+    "memories",
     "consolidate",  # the maintenance reply's optional third block (core/consolidation.py)
 )
 # A markdown heading line (the profile parser reads "## " lines as sections); group 1 is its indent.
