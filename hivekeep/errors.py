@@ -9,6 +9,7 @@
     ├── EmbedderMismatch    the hive was built with another embedding model
     ├── ProviderError       an embedding or LLM provider failed (network, HTTP, bad reply)
     └── StoreError          the storage layer failed or refused (e.g. a newer schema)
+        └── HiveBusy        another process held the write lock past the busy timeout
 
 Messages are sentences that name the value and say what to do instead.
 """
@@ -66,3 +67,8 @@ class ProviderError(HivekeepError):
 
 class StoreError(HivekeepError):
     """The storage backend failed or refused the operation."""
+
+
+class HiveBusy(StoreError):
+    """Another process held the SQLite hive's write lock for longer than the busy timeout:
+    nothing was written, and the same call can be retried (REST: 503 with Retry-After)."""

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import click
 
 from hivekeep import Agent, ChatReply, HivekeepError, Resumed, TextDelta, ToolUse, ValidationError
-from hivekeep.cli import agent_option, db_option, echo, open_hive
+from hivekeep.cli import ID, agent_option, db_option, echo, open_hive
 from hivekeep.cli.upkeep import compaction_line
 
 HELP = """Commands:
@@ -76,7 +76,7 @@ def _upkeep_line(resumed: Resumed) -> str | None:
 @click.option(
     "--conversation",
     "conversation_id",
-    type=int,
+    type=ID,
     metavar="ID",
     help="Continue this conversation (default: a new one, started by your first message).",
 )

@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hivekeep.tools import MAX_ID, CategoryName, MemorizeArgs, ScopeName
+from hivekeep.core.bounds import MAX_ID
+from hivekeep.tools import CategoryName, MemorizeArgs, ScopeName
 
 AGENT_NAME = Field(
     min_length=1,

@@ -31,8 +31,9 @@ from hivekeep import (
     ToolUse,
     ValidationError,
 )
+from hivekeep.core.bounds import MAX_ID
 from hivekeep.providers.llm.registry import create_llm
-from hivekeep.server.deps import MAX_ID, AgentDep, HiveDep
+from hivekeep.server.deps import AgentDep, HiveDep
 from hivekeep.server.errors import ErrorOut, error_response, library_error
 from hivekeep.server.schemas import Body
 

@@ -1,9 +1,11 @@
-"""Import: a checked file written into this hive in one transaction (see the package docstring)."""
+"""Import: a checked file written into this hive in bounded transactions (see the package
+docstring)."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -49,7 +51,7 @@ from hivekeep.store.base import (
 from hivekeep.store.conversations import (
     AgentSettings,
 )
-from hivekeep.types import Actor, Operation
+from hivekeep.types import Actor, Operation, Scope
 
 log = logging.getLogger(__name__)
 
@@ -123,14 +125,16 @@ class Importer:
         space = self.embeddings.space
         reuse = header is not None and EmbeddingSpace(header.model, header.dimension) == space
         run = _Run(self, reader, reuse, replace_profiles)
-        run.embed_all()  # before the transaction: the slow part, while nobody waits on us
-        # one transaction; its events are published only once it has committed
-        with self.archive.events.deferred(), self.store.transaction():
-            for number, item in reader.items(None):
-                run.apply(number, item)
-                if progress is not None:
-                    progress(number, reader.lines)
-            run.flush()
+        run.embed_all()  # before any transaction: the slow part, while nobody waits on us
+        items = reader.items(None)
+        done = False
+        while not done:
+            # a bounded transaction (about IMPORT_BATCH lines), so other writers wait for one
+            # batch, not the whole file; its events are published once it has committed
+            with self.archive.events.deferred(), self.store.transaction():
+                done = run.apply_batch(items)
+            if progress is not None:
+                progress(reader.lines if done else run.line, reader.lines)
         run.report.lines = reader.lines
         return run.report
 
@@ -148,10 +152,25 @@ class _Run:
         self.dimension = embedding.dimension if embedding else 0
         self.report = ImportReport(vectors="reused" if reuse else "re-embedded")
         self.agents: dict[str, int] = {}  # lower-case name -> id in this hive
+        self.created: set[str] = set()  # lower-case names of the agents this import created
+        self.line = 0  # the last line written
         self.existing: dict[int, set[tuple[str, str]]] = {}  # agent id -> (created_at, title)
         self.messages: dict[str, int] = {}  # message key -> new id, for memories' source_message
         self.batch: list[tuple[int, MemoryLine]] = []  # (line number, memory)
         self.fresh: dict[int, Vector | None] = {}  # line number -> this hive's vector (embed_all)
+
+    def apply_batch(self, items: Iterator[tuple[int, Item]]) -> bool:
+        """Write the next ``IMPORT_BATCH`` lines or so (a conversation is never split); True
+        once the file is done."""
+        start = self.line
+        for number, item in items:
+            self.apply(number, item)
+            self.line = number
+            if number - start >= IMPORT_BATCH:
+                self.flush()
+                return False
+        self.flush()
+        return True
 
     def apply(self, number: int, item: Item) -> None:
         if isinstance(item, AgentLine):
@@ -200,6 +219,7 @@ class _Run:
         except NotFound:
             agent = self.store.create_agent(line.name, line.role)
             self.report.agents_created += 1
+            self.created.add(line.name.lower())
             current = AgentSettings()
         else:
             self.report.agents_merged += 1
@@ -246,9 +266,15 @@ class _Run:
         """A profile never written takes the file's state and versions as they were; False
         (nothing written) when it has been written after all."""
         agent_id = self.agents[line.agent.lower()]
-        versions = [
+        versions = [  # the file's token counts are not trusted: counted here
             ProfileVersion(
-                agent_id, v.version, v.text, v.tokens, v.changed_at, v.changed_by, v.operation
+                agent_id,
+                v.version,
+                v.text,
+                count_tokens(v.text),
+                v.changed_at,
+                v.changed_by,
+                v.operation,
             )
             for v in line.history or []
         ]
@@ -336,9 +362,20 @@ class _Run:
                 self.report.memories_embedded += 1
 
     def _memory(self, m: MemoryLine) -> NewMemory:
+        """The memory to write, attributed as the file says only where the file may say it: a
+        shared memory of an agent that was already in this hive (merged, not created by this
+        import) is kept as an imported one, owned by no agent, under "NAME (imported)": a file
+        cannot make a live agent the author of what every agent reads as its word."""
+        name = m.author.lower()
+        if m.author_deleted:
+            owner, author = PERSON, m.author
+        elif m.scope is Scope.SHARED and name not in self.created:
+            owner, author = PERSON, f"{m.author} (imported)"
+        else:
+            owner, author = self.agents[name], None
         return NewMemory(
-            agent_id=PERSON if m.author_deleted else self.agents[m.author.lower()],
-            author_name=m.author if m.author_deleted else None,
+            agent_id=owner,
+            author_name=author,
             content=m.content,
             category=m.category,
             subject=m.subject,
