@@ -61,7 +61,9 @@ def memory_changes(
     scope: Scope | str | _Keep = KEEP,
 ) -> tuple[int, MemoryChanges]:
     """``update_memory``'s arguments, checked as the tool checks them (``Agent.update_memory``,
-    ``Hive.update_memory``): the memory id and the changes."""
+    ``Hive.update_memory``): the memory id and the changes. The id is checked strictly first:
+    a Python caller passes an int (the tool's model also reads "5" and 5.0, as models send)."""
+    check_id(memory_id)
     given = {
         name: value
         for name, value in (
@@ -256,7 +258,7 @@ class Agent:
     def forget(self, memory_id: int, *, by: Actor = Actor.AGENT) -> None:
         """Move a memory this agent wrote to the trash: out of recall and listings at once,
         restorable with ``restore_memory`` until the retention period ends (``trash_days``)."""
-        args = tools.validate("forget", memory_id=memory_id)
+        args = tools.validate("forget", memory_id=check_id(memory_id))
         self._services.archive.forget(self.id, args.memory_id, by=by)
 
     def purge(self, memory_id: int) -> None:
@@ -309,6 +311,8 @@ class Agent:
         offset: int = 0,
     ) -> MemoryPage:
         """Newest first; ``scope="shared"`` lists every agent's shared memories."""
+        bounded(limit, "limit", 1, 200)
+        check_offset(offset)
         args = tools.validate(
             "list_memories",
             subject=subject,

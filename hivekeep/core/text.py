@@ -54,6 +54,20 @@ def safe_for_terminal(text: str) -> str:
     return _BIDI.sub(lambda m: f"<U+{ord(m.group(0)):04X}>", shown)
 
 
+_LINE_FORGING = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
+
+
+def forges_lines(text: str) -> bool:
+    """Whether ``text`` holds a character that could fake or reorder lines where it is shown
+    inline (a name in a listing): any control (newline and tab included), a Unicode line or
+    paragraph separator, or a bidi control.
+
+    >>> forges_lines("notes.md"), forges_lines("a.md\\n/memories/b.md"), forges_lines("a\\u202eb")
+    (False, True, True)
+    """
+    return _LINE_FORGING.search(text) is not None
+
+
 def normalise_text(content: str) -> str:
     """Key under which two memories count as the same text: case, spacing, edge punctuation ignored.
 
