@@ -16,7 +16,6 @@ import pydantic
 from hivekeep.core.names import agent_name, agent_role
 from hivekeep.core.tokens import count_tokens
 from hivekeep.errors import ValidationError
-from hivekeep.services.chat import message_tokens
 from hivekeep.services.conversation import ConversationService
 from hivekeep.services.transfer.format import (
     FORMAT_VERSION,
@@ -103,7 +102,7 @@ def restored_conversation(block: Block) -> RestoredConversation:
         restored_summaries.append(
             RestoredSummary(
                 text=s.text,
-                tokens=count_tokens(s.text),  # counted here, as every count the hive keeps
+                tokens=s.tokens,
                 first_at=s.first_at,
                 last_at=s.last_at,
                 message_count=s.message_count,
@@ -132,7 +131,7 @@ def restored_conversation(block: Block) -> RestoredConversation:
                 NewMessage(
                     role=m.role,
                     content=m.content,
-                    tokens=message_tokens(m.content, calls),
+                    tokens=m.tokens,
                     tool_calls=calls,
                     tool_call_id=m.tool_call_id,
                     tool_name=m.tool_name,
