@@ -160,19 +160,19 @@ class _Run:
         self.fresh: dict[int, Vector | None] = {}  # line number -> this hive's vector (embed_all)
 
     def apply_batch(self, items: Iterator[tuple[int, Item]]) -> bool:
-        """Write the next ``IMPORT_BATCH`` lines or so (a conversation is never split); True
-        once the file is done."""
+        """Write the next batch: ``IMPORT_BATCH`` memories, or about as many lines of anything
+        else (a conversation is never split); True once the file is done."""
         start = self.line
         for number, item in items:
-            self.apply(number, item)
+            flushed = self.apply(number, item)
             self.line = number
-            if number - start >= IMPORT_BATCH:
-                self.flush()
+            if flushed or (not self.batch and number - start >= IMPORT_BATCH):
                 return False
         self.flush()
         return True
 
-    def apply(self, number: int, item: Item) -> None:
+    def apply(self, number: int, item: Item) -> bool:
+        """Write one item (a memory waits for its batch); True when that wrote the batch."""
         if isinstance(item, AgentLine):
             self._agent(item)
         elif isinstance(item, ProfileLine):
@@ -185,6 +185,8 @@ class _Run:
             self.batch.append((number, item))
             if len(self.batch) >= IMPORT_BATCH:
                 self.flush()
+                return True
+        return False
 
     def embed_all(self) -> None:
         """Embed, with this hive's model, every memory whose exported vector cannot be reused.
