@@ -50,9 +50,8 @@ with Hive(target, embedder=VectorTable(), settings=Settings()) as hive:
     def progress(done, total):
         if done > total // 2:
             agents = hive.store.list_agents()
-            held = len({
-                m.id for a in agents for m in hive.store.list_memories(a.id, MemoryFilter(), 10**6, 0)[0]
-            })
+            pages = [hive.store.list_memories(a.id, MemoryFilter(), 10**6, 0)[0] for a in agents]
+            held = len({m.id for page in pages for m in page})
             print(f"halfway {held}", flush=True)
             time.sleep(600)
     hive.import_(source, progress=progress)

@@ -418,7 +418,11 @@ def pending(conn: Connection) -> list[Migration]:
 
 
 def migrate(conn: Connection, now: str) -> None:
-    """Bring the file up to date; refuse a file written by a newer hivekeep."""
+    """Bring the file up to date; refuse a file written by a newer hivekeep. A file already up
+    to date is opened without the write lock (read first), so opening a hive does not wait
+    for another process's long write."""
+    if current_version(conn) == LATEST:
+        return
     begin_immediate(conn)
     try:
         version = current_version(conn)
