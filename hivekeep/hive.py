@@ -390,6 +390,8 @@ class Hive:
     ) -> ImportReport:
         """Merge an export file into this hive. Every line is checked first (a bad file writes
         nothing); agents merge by name and memories are deduplicated, so re-importing is safe.
+        It is written in batches (one transaction each, so other writers never wait long): one
+        that stopped part-way is finished by importing the same file again.
 
         Memories get the ``memorize`` tool's limits; a profile over this hive's token budget is
         refused unless ``allow_over_budget`` (then it is imported whole)."""

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from hivekeep import Agent, Category, Scope
-from hivekeep.cli import Bounded, agent_option, db_option, echo, echo_json, json_option, open_agent
+from hivekeep.cli import agent_option, db_option, echo, echo_json, json_option, open_agent
 
 CATEGORIES = ", ".join(category.value for category in Category)
 SCOPES = " or ".join(scope.value for scope in Scope)
@@ -26,7 +26,7 @@ def call_tool(agent: Agent, tool: str, arguments: dict[str, Any]) -> dict[str, A
 @agent_option
 @click.option("--category", metavar="CATEGORY", help=f"Required: {CATEGORIES}.")
 @click.option("--subject", help="Who or what the memory is about.")
-@click.option("--importance", type=Bounded(1, 10), help="1 (trivial) to 10.")
+@click.option("--importance", type=int, help="1 (trivial) to 10.")
 @click.option("--scope", metavar="SCOPE", help=f"{SCOPES} (default: private).")
 @click.option("--source-context", help="Where or how this was learned.")
 @db_option
@@ -73,9 +73,7 @@ def memorize(
 @click.command()
 @click.argument("query")
 @agent_option
-@click.option(
-    "--limit", type=Bounded(1, 50), help="How many results, 1-50 (default: MEMORY_MAX_RELEVANT)."
-)
+@click.option("--limit", type=int, help="How many results, 1-50 (default: MEMORY_MAX_RELEVANT).")
 @click.option("--subject", help="Only memories about this subject.")
 @click.option("--category", metavar="CATEGORY", help=f"Only this category: {CATEGORIES}.")
 @click.option("--since", metavar="DATE", help="Only memories created on or after this ISO date.")
