@@ -355,6 +355,8 @@ class Agent:
     def set_profile(self, text: str, *, expected_revision: int | None = None) -> ProfileRecord:
         """Replace the whole document (a user's edit), under the same budget rule as the tool;
         the old text stays in ``profile_history``."""
+        if expected_revision is not None:
+            check_version(expected_revision, "expected_revision")
         return self._services.profiles.replace(self.id, text, expected_revision)
 
     def system_prompt_block(self) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hivekeep.core.bounds import MAX_ID
+from hivekeep.core.bounds import MAX_COUNT, MAX_ID
 from hivekeep.tools import CategoryName, MemorizeArgs, ScopeName
 
 AGENT_NAME = Field(
@@ -133,7 +133,7 @@ class RestoreBody(Body):
     version: int | None = Field(
         default=None,
         ge=0,
-        le=MAX_ID,
+        le=MAX_COUNT,
         description="The version to make current again; a memory without one leaves the trash.",
     )
 
@@ -222,7 +222,7 @@ class ProfileUpdate(Body):
     expected_revision: int | None = Field(
         default=None,
         ge=0,
-        le=MAX_ID,
+        le=MAX_COUNT,
         description="Fail with 409 if the profile moved past this revision.",
     )
 

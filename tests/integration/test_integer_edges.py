@@ -281,6 +281,8 @@ def test_a_version_to_restore_is_bounded(hive: Hive, version: Any) -> None:
         sam.restore_memory(memory_id, version)
     with pytest.raises(ValidationError, match="'version' must be an integer from 0 to"):
         sam.restore_profile(version)
+    with pytest.raises(ValidationError, match="'expected_revision' must be an integer from 0 to"):
+        sam.set_profile("## User\n- Ann", expected_revision=version)
 
 
 def test_an_agent_key_past_any_id_is_not_found_or_refused(hive: Hive) -> None:
