@@ -8,6 +8,7 @@ busy timeout, the CLI and the tools say the hive is busy (``HiveBusy``), never a
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from hivekeep import Hive, Settings
 from hivekeep.cli import cli
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.services.transfer import importer
-from hivekeep.store.base import NewMemory
+from hivekeep.store.base import MemoryFilter, NewMemory
 from hivekeep.types import Category
 from tests.integration.server_support import start_server
 from tests.support import VectorTable
@@ -80,6 +81,51 @@ def test_an_import_leaves_the_write_lock_free_between_batches(
         other.close()
     assert report.memories_imported == MEMORIES
     assert len(free) >= MEMORIES // 200 and all(free), free
+
+
+# Writes memories as fast as it can until killed, each in its own transaction.
+WRITER = """
+import sys
+from hivekeep import Hive, Settings
+from tests.support import VectorTable
+with Hive(sys.argv[1], embedder=VectorTable(), settings=Settings()) as hive:
+    bob = hive.get_agent("bob")
+    print("writing", flush=True)
+    i = 0
+    while True:
+        bob.memorize(f"Bob's note {i} on the weather", category="fact")
+        i += 1
+"""
+
+
+def test_another_process_writes_between_the_batches_of_an_import(
+    export_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer in another process gets the lock after each batch, not once at the end: SQLite's
+    busy handler polls every 100 ms, so the importer pauses longer than that between batches
+    (without the pause a writer waiting through a 30,000-memory import still timed out)."""
+    monkeypatch.setattr(importer, "IMPORT_BATCH", 100)
+    db = tmp_path / "target.db"
+    with Hive(db, embedder=VectorTable(), settings=Settings()) as hive:
+        hive.create_agent("bob")
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db)],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+        )
+        try:
+            assert writer.stdout is not None and writer.stdout.readline() == b"writing\n"
+            hive.import_(export_file)
+        finally:
+            writer.kill()
+            writer.communicate()
+        ann, bob = hive.get_agent("ann").id, hive.get_agent("bob").id
+        imported = [m.id for m in hive.store.list_memories(ann, MemoryFilter(), 10**6, 0)[0]]
+        first, last = min(imported), max(imported)
+        notes = hive.store.list_memories(bob, MemoryFilter(), 10**6, 0)[0]
+        between = [m.id for m in notes if first < m.id < last]
+    assert len(between) >= MEMORIES // 100 // 2, between  # most of the 12 gaps let bob in
 
 
 @pytest.mark.slow
