@@ -30,9 +30,16 @@ def shown(value: object) -> str:
     return text if len(text) <= _SHOWN_DIGITS + 10 else text[:_SHOWN_DIGITS] + "…"
 
 
-def range_error(name: str, value: object, low: int, high: int) -> str:
-    """The one wording of an out-of-range or non-integer value."""
-    return f"'{name}' must be an integer from {low} to {high}, got {shown(value)}."
+def _wording(value: object, low: int, high: int) -> str:
+    return f"must be an integer from {low} to {high}, got {shown(value)}"
+
+
+def problem(value: object, low: int, high: int) -> str | None:
+    """What is wrong with ``value`` as an int (not a bool, float or string) in ``low..high``, in
+    the one wording every interface uses; None when nothing is."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return _wording(value, low, high)
+    return None
 
 
 def bounded(value: object, name: str, low: int, high: int) -> int:
@@ -45,8 +52,10 @@ def bounded(value: object, name: str, low: int, high: int) -> int:
     ...
     hivekeep.errors.ValidationError: 'memory_id' must be an integer from 1 to 9223372036854775807, got 18446744073709551616.
     """  # noqa: E501
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValidationError(range_error(name, value, low, high), field=name)
+    wrong = problem(value, low, high)
+    if wrong is not None:
+        raise ValidationError(f"'{name}' {wrong}.", field=name)
+    assert isinstance(value, int)
     return value
 
 
@@ -79,5 +88,5 @@ def parse_bounded(text: str, name: str, low: int, high: int) -> int:
         or len(body.lstrip("0")) > len(str(max(abs(low), abs(high))))
         or not low <= int(digits) <= high
     ):
-        raise ValidationError(range_error(name, text, low, high), field=name)
+        raise ValidationError(f"'{name}' {_wording(text, low, high)}.", field=name)
     return int(digits)

@@ -15,7 +15,7 @@ import numpy.typing as npt
 import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, StringConstraints
 
-from hivekeep.core.bounds import MAX_COUNT, MAX_IMPORTED_VERSION, shown
+from hivekeep.core.bounds import MAX_COUNT, MAX_IMPORTED_VERSION, problem
 from hivekeep.core.text import (
     check_not_future,
     clean_text,
@@ -94,8 +94,10 @@ def _within(low: int, high: int) -> Callable[[object], int]:
     "5" (an export writes integers), never a number its column cannot hold (``core/bounds``)."""
 
     def check(value: object) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ValueError(f"must be an integer from {low} to {high}, got {shown(value)}")
+        wrong = problem(value, low, high)
+        if wrong is not None:
+            raise ValueError(wrong)
+        assert isinstance(value, int)
         return value
 
     return check
