@@ -8,6 +8,7 @@ from typing import Any
 
 from hivekeep import tools
 from hivekeep.core import profile as profile_doc
+from hivekeep.core.bounds import bounded, check_id, check_offset, check_version
 from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.messages import Message
 from hivekeep.core.text import parse_created_at, parse_since
@@ -62,7 +63,10 @@ def memory_changes(
 ) -> tuple[int, MemoryChanges]:
     """``update_memory``'s arguments, checked as the tool checks them (``Agent.update_memory``,
     ``Hive.update_memory``): the memory id and the changes. ``source_context`` is not a tool
-    argument: only the library changes it (the integrations keep their item names there)."""
+    argument: only the library changes it (the integrations keep their item names there). The id
+    is checked strictly first: a Python caller passes an int (the tool's model also reads "5" and
+    5.0, as models send)."""
+    check_id(memory_id)
     given = {
         name: value
         for name, value in (
@@ -98,12 +102,6 @@ def memory_changes(
         source_context=source_context,
     )
     return args.memory_id, changes
-
-
-def _memory_id(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError(f"A memory id is a positive integer, got {value!r}.")
-    return value
 
 
 def _new_message(message: Message) -> NewMessage:
@@ -188,7 +186,7 @@ class Agent:
 
     def memory(self, memory_id: int) -> MemoryRecord:
         """One memory this agent can see: its own, or another agent's shared one."""
-        return self._services.store.get_memory(_memory_id(memory_id), self.id)
+        return self._services.store.get_memory(check_id(memory_id), self.id)
 
     def memorize(
         self,
@@ -277,12 +275,12 @@ class Agent:
     def forget(self, memory_id: int, *, by: Actor = Actor.AGENT) -> None:
         """Move a memory this agent wrote to the trash: out of recall and listings at once,
         restorable with ``restore_memory`` until the retention period ends (``trash_days``)."""
-        args = tools.validate("forget", memory_id=memory_id)
+        args = tools.validate("forget", memory_id=check_id(memory_id))
         self._services.archive.forget(self.id, args.memory_id, by=by)
 
     def purge(self, memory_id: int) -> None:
         """Erase a memory this agent wrote, live or in its trash, for good (``Hive.purge``)."""
-        self._services.history.purge_owned(self.id, _memory_id(memory_id))
+        self._services.history.purge_owned(self.id, check_id(memory_id))
 
     # history ------------------------------------------------------------------------------------
     def memory_history(self, memory_id: int) -> list[dict[str, Any]]:
@@ -290,7 +288,7 @@ class Agent:
         a dict with ``version``, ``content``, ``category``, ``subject``, ``importance``,
         ``scope``, ``changed_at``, ``changed_by`` (agent, person, maintenance, import) and
         ``operation`` (create, update, forget, restore). The first is the current state."""
-        versions = self._services.history.history(self.id, _memory_id(memory_id))
+        versions = self._services.history.history(self.id, check_id(memory_id))
         return [version_view(v) for v in versions]
 
     def restore_memory(
@@ -299,12 +297,14 @@ class Agent:
         """Undo a forget (no ``version``: back from the trash with its id and vector), or make
         ``version`` of the memory current again. Either way a new version records it; history is
         never rewritten. Only the memory's author restores it."""
-        return self._services.history.restore(self.id, _memory_id(memory_id), version, by=by)
+        if version is not None:
+            check_version(version)
+        return self._services.history.restore(self.id, check_id(memory_id), version, by=by)
 
     def trash(self, *, limit: int = 50, offset: int = 0) -> TrashPage:
         """This agent's forgotten memories still in the trash, newest deletion first."""
-        if not 1 <= limit <= 200 or offset < 0:
-            raise ValidationError("limit must be 1-200 and offset at least 0.")
+        bounded(limit, "limit", 1, 200)
+        check_offset(offset)
         found, total = self._services.history.trash(self.id, limit, offset)
         return TrashPage(found, total, offset + len(found) < total)
 
@@ -316,9 +316,7 @@ class Agent:
 
     def restore_profile(self, version: int, *, by: Actor = Actor.PERSON) -> ProfileRecord:
         """Make ``version`` of the profile current again, as a new revision."""
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise ValidationError(f"version must be an integer, got {version!r}.")
-        return self._services.profiles.restore(self.id, version, by=by)
+        return self._services.profiles.restore(self.id, check_version(version), by=by)
 
     def list_memories(
         self,
@@ -330,6 +328,8 @@ class Agent:
         offset: int = 0,
     ) -> MemoryPage:
         """Newest first; ``scope="shared"`` lists every agent's shared memories."""
+        bounded(limit, "limit", 1, 200)
+        check_offset(offset)
         args = tools.validate(
             "list_memories",
             subject=subject,
@@ -374,6 +374,8 @@ class Agent:
     def set_profile(self, text: str, *, expected_revision: int | None = None) -> ProfileRecord:
         """Replace the whole document (a user's edit), under the same budget rule as the tool;
         the old text stays in ``profile_history``."""
+        if expected_revision is not None:
+            check_version(expected_revision, "expected_revision")
         return self._services.profiles.replace(self.id, text, expected_revision)
 
     def system_prompt_block(self) -> str:
@@ -389,15 +391,15 @@ class Agent:
         return self._services.store.list_conversations(self.id)
 
     def conversation(self, conversation_id: int) -> ConversationRecord:
-        return self._services.conversations.get(self.id, conversation_id)
+        return self._services.conversations.get(self.id, check_id(conversation_id, "conversation"))
 
     def messages(
         self, conversation_id: int, *, after_id: int = 0, limit: int = 200
     ) -> list[MessageRecord]:
         """Every stored message (folded ones and compaction records too), oldest first."""
         self.conversation(conversation_id)
-        if not 1 <= limit <= 1000:
-            raise ValidationError(f"limit must be between 1 and 1000, got {limit}.")
+        check_offset(after_id, "after_id")
+        bounded(limit, "limit", 1, 1000)
         return self._services.store.list_messages(conversation_id, after_id=after_id, limit=limit)
 
     def context(self, conversation_id: int) -> Context:

@@ -9,6 +9,7 @@
     ├── EmbedderMismatch    the hive was built with another embedding model
     ├── ProviderError       an embedding or LLM provider failed (network, HTTP, bad reply)
     └── StoreError          the storage layer failed or refused (e.g. a newer schema)
+        └── HiveBusy        another process held the write lock past the busy timeout
 
 Messages are sentences that name the value and say what to do instead.
 """
@@ -71,3 +72,8 @@ class StoreError(HivekeepError):
 def install_extra(extra: str) -> str:
     """How to install an extra, for the messages that need one: from PyPI, or from a clone."""
     return f"pip install 'hivekeep[{extra}]' (from a clone of hivekeep: pip install '.[{extra}]')"
+
+
+class HiveBusy(StoreError):
+    """Another process held the SQLite hive's write lock for longer than the busy timeout:
+    nothing was written, and the same call can be retried (REST: 503 with Retry-After)."""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from hivekeep.agent import Agent, memory_changes
 from hivekeep.config import Settings
+from hivekeep.core.bounds import MAX_ID, bounded, check_id, check_offset, check_version
 from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.names import agent_name, agent_role
 from hivekeep.errors import (
@@ -181,16 +182,19 @@ class Hive:
 
     def get_agent(self, key: int | str) -> Agent:
         """By id or by name (a string of digits is taken as an id)."""
-        if isinstance(key, str) and key.strip().isdigit():
-            key = int(key)
-        return Agent(
-            self._services, self.store.get_agent(key.strip() if isinstance(key, str) else key)
-        )
+        if isinstance(key, str):
+            key = key.strip()
+            if key.isascii() and key.isdigit() and len(key) <= len(str(MAX_ID)):
+                key = int(key) if int(key) <= MAX_ID else key  # past any id: a name, unknown
+        if not isinstance(key, str):
+            check_offset(key, "agent")
+        return Agent(self._services, self.store.get_agent(key))
 
     def conversation_agent(self, conversation_id: int) -> Agent:
         """The agent a conversation belongs to (NotFound when there is no such conversation):
         for an interface addressed by conversation id alone."""
-        return self.get_agent(self.store.get_conversation(conversation_id).agent_id)
+        conversation = self.store.get_conversation(check_id(conversation_id, "conversation"))
+        return self.get_agent(conversation.agent_id)
 
     def agents(self) -> list[Agent]:
         return [Agent(self._services, record) for record in self.store.list_agents()]
@@ -251,7 +255,7 @@ class Hive:
         memories. It goes to the trash (``restore_memory`` brings it back); ``purge`` erases it.
         Private memories are reached only through their agent (``Agent.forget``)."""
         try:
-            self._services.archive.forget(PERSON, memory_id, by=Actor.PERSON)
+            self._services.archive.forget(PERSON, check_id(memory_id), by=Actor.PERSON)
         except NotFound:
             raise NotFound(
                 f"No shared memory with id {memory_id}. A private memory can only be forgotten "
@@ -260,20 +264,25 @@ class Hive:
 
     def memory_history(self, memory_id: int) -> list[dict[str, Any]]:
         """A shared memory's versions as a person sees them (``Agent.memory_history``)."""
-        return [version_view(v) for v in self._services.history.history(PERSON, memory_id)]
+        versions = self._services.history.history(PERSON, check_id(memory_id))
+        return [version_view(v) for v in versions]
 
     def restore_memory(self, memory_id: int, version: int | None = None) -> MemoryRecord:
         """Undo a person's forget of a shared memory, or restore one of its versions."""
-        return self._services.history.restore(PERSON, memory_id, version, by=Actor.PERSON)
+        if version is not None:
+            check_version(version)
+        return self._services.history.restore(PERSON, check_id(memory_id), version, by=Actor.PERSON)
 
     def trash(self, *, limit: int = 50, offset: int = 0) -> list[TrashedMemory]:
         """Shared memories in the trash (any author's), newest deletion first."""
+        bounded(limit, "limit", 1, 200)
+        check_offset(offset)
         return self._services.history.trash(PERSON, limit, offset)[0]
 
     def purge_shared(self, memory_id: int) -> None:
         """Erase a shared memory for good as a person, whoever wrote it (``DELETE
         /api/memories/{id}?purge=true``); NotFound for a private one."""
-        self._services.history.purge_owned(PERSON, memory_id)
+        self._services.history.purge_owned(PERSON, check_id(memory_id))
 
     def purge(self, memory_id: int) -> None:
         """Erase a memory for good, whoever wrote it, live or in the trash: its rows, full-text
@@ -281,7 +290,7 @@ class Hive:
         file or its WAL (docs/memory.md, "Purge"). Raises NotFound when there is no such memory.
         An operator's action: it takes a memory id, not an agent. Purging again a memory whose
         purge was cut short during its clean-up finishes that clean-up instead of failing."""
-        if not self._services.history.purge(memory_id):
+        if not self._services.history.purge(check_id(memory_id)):
             raise NotFound(f"No memory with id {memory_id}, live or in the trash.")
 
     def finish_purges(self) -> list[int]:
@@ -427,6 +436,8 @@ class Hive:
     ) -> ImportReport:
         """Merge an export file into this hive. Every line is checked first (a bad file writes
         nothing); agents merge by name and memories are deduplicated, so re-importing is safe.
+        It is written in batches (one transaction each, so other writers never wait long): one
+        that stopped part-way is finished by importing the same file again.
 
         Memories get the ``memorize`` tool's limits; a profile over this hive's token budget is
         refused unless ``allow_over_budget`` (then it is imported whole)."""

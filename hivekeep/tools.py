@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from hivekeep.core.bounds import MAX_ID
 from hivekeep.core.limits import (
     MAX_CONTENT_CHARS,
     MAX_IMPORTANCE,
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 
 CategoryName = Literal["fact", "preference", "decision", "knowledge"]
 ScopeName = Literal["private", "shared"]
-MAX_ID = 2**63 - 1  # the largest id a store can hold; bigger ones cannot exist (nor bind in SQL)
 MAX_SOURCE_CONTEXT = 2000
 Subject = Field(
     default=None, min_length=1, max_length=MAX_SUBJECT_CHARS, description="Who or what it is about."
@@ -111,6 +111,16 @@ class ToolAgent(Protocol):
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    @pydantic.field_validator(
+        "memory_id", "limit", "offset", "importance", mode="before", check_fields=False
+    )
+    @classmethod
+    def _not_a_bool(cls, value: object) -> object:
+        """pydantic reads ``true`` as 1: a model's ``memory_id: true`` is a mistake to name."""
+        if isinstance(value, bool):
+            raise ValueError("must be an integer, not true or false")
+        return value
 
 
 class RecallArgs(_Args):

@@ -15,7 +15,7 @@ import hivekeep
 from hivekeep import Agent, Hive
 
 EAGER = {"HivekeepError", "ValidationError", "BudgetError", "NotFound", "AgentNotFound"}
-EAGER |= {"ConflictError", "EmbedderMismatch", "ProviderError", "StoreError"}
+EAGER |= {"ConflictError", "EmbedderMismatch", "ProviderError", "StoreError", "HiveBusy"}
 
 
 def test_all_is_sorted_and_names_the_lazy_table_and_the_errors() -> None:

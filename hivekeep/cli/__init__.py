@@ -22,8 +22,9 @@ import click
 from click.core import ParameterSource
 
 from hivekeep.config import CLI_AGENT, Settings
-from hivekeep.core.text import safe_for_terminal
-from hivekeep.errors import AgentNotFound, BudgetError, HivekeepError
+from hivekeep.core.bounds import MAX_COUNT, MAX_ID, parse_bounded
+from hivekeep.core.text import BIDI_CONTROLS, safe_for_terminal
+from hivekeep.errors import AgentNotFound, BudgetError, HivekeepError, ValidationError
 from hivekeep.store.target import is_postgres_url
 
 if TYPE_CHECKING:  # the library loads when a command runs, so `hivekeep --help` starts fast
@@ -95,8 +96,8 @@ class HivekeepGroup(click.Group):
             raise click.ClickException(f"{exc} List agents with `hivekeep agents`.") from exc
         except BudgetError as exc:  # a person's edit: the people's wording
             raise click.ClickException(exc.for_people) from exc
-        except HivekeepError as exc:
-            raise click.ClickException(str(exc)) from exc
+        except HivekeepError as exc:  # a message may quote stored text: shown safely
+            raise click.ClickException(safe_for_terminal(str(exc))) from exc
 
 
 def _db_anywhere(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -142,7 +143,32 @@ def json_option(command: F) -> F:
     )
 
 
-_C1 = re.compile("[\x7f-\x9f]")  # json.dumps escapes C0 controls, not these
+class Bounded(click.ParamType[int, Any]):
+    """An integer option or argument checked against its column's range (``core/bounds``):
+    digits only, so "1e3", "4.0", "0x10" and a 30-digit id are a usage error naming the range,
+    never a traceback from the store."""
+
+    name = "integer"
+
+    def __init__(self, low: int, high: int) -> None:
+        self.low = low
+        self.high = high
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        name = (param.name if param is not None else None) or "value"
+        try:
+            return parse_bounded(str(value), name, self.low, self.high)
+        except ValidationError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+ID = Bounded(1, MAX_ID)  # a memory or conversation id
+VERSION = Bounded(0, MAX_COUNT)  # a version or revision to restore
+
+
+# json.dumps escapes C0 controls, not these: C1 controls, and the bidi controls, which would
+# reorder the text a terminal shows
+_C1 = re.compile(f"[\x7f-\x9f{BIDI_CONTROLS}]")
 
 
 def echo_json(value: Any) -> None:

@@ -16,8 +16,9 @@ from typing import Any, TextIO
 import click
 
 from hivekeep import Agent, ChatReply, HivekeepError, Resumed, TextDelta, ToolUse, ValidationError
-from hivekeep.cli import agent_option, db_option, echo, open_hive
+from hivekeep.cli import ID, agent_option, db_option, echo, open_hive
 from hivekeep.cli.upkeep import compaction_line
+from hivekeep.core.text import safe_for_terminal
 
 HELP = """Commands:
   /compact        compact this conversation now (summarise older messages, update memory)
@@ -73,7 +74,7 @@ def _upkeep_line(resumed: Resumed) -> str | None:
 @click.option(
     "--conversation",
     "conversation_id",
-    type=int,
+    type=ID,
     metavar="ID",
     help="Continue this conversation (default: a new one, started by your first message).",
 )
@@ -162,7 +163,7 @@ class Session:
                 elif isinstance(event, ToolUse):
                     if not at_line_start:
                         click.echo()
-                    click.echo(dim(describe_tool_use(event)))
+                    click.echo(dim(safe_for_terminal(describe_tool_use(event))))
                     at_line_start = True
                 elif isinstance(event, ChatReply):
                     if not at_line_start:
@@ -176,7 +177,7 @@ class Session:
         except HivekeepError as exc:
             if not at_line_start:
                 click.echo()
-            click.echo(click.style(f"Error: {exc}", fg="red"), err=True)
+            click.echo(click.style(f"Error: {safe_for_terminal(str(exc))}", fg="red"), err=True)
 
     def command(self, text: str) -> bool:
         """Run a slash command; False means leave."""
@@ -196,7 +197,7 @@ class Session:
             else:
                 click.echo(f"Unknown command {name}; /help lists the commands.", err=True)
         except HivekeepError as exc:
-            click.echo(click.style(f"Error: {exc}", fg="red"), err=True)
+            click.echo(click.style(f"Error: {safe_for_terminal(str(exc))}", fg="red"), err=True)
         return True
 
     def show_profile(self) -> None:

@@ -11,6 +11,9 @@ from typing import Any
 import click
 
 from hivekeep.cli import (
+    ID,
+    VERSION,
+    Bounded,
     agent_option,
     db_option,
     echo,
@@ -33,7 +36,7 @@ def _version_line(version: dict[str, Any]) -> str:
 
 
 @click.command()
-@click.argument("memory_id", type=int, required=False)
+@click.argument("memory_id", type=ID, required=False)
 @agent_option
 @db_option
 @json_option
@@ -57,9 +60,9 @@ def history(memory_id: int | None, agent_key: str, db: str, as_json: bool) -> No
 
 
 @click.command()
-@click.argument("memory_id", type=int, required=False)
+@click.argument("memory_id", type=ID, required=False)
 @agent_option
-@click.option("--version", "version", type=int, help="The version to make current again.")
+@click.option("--version", "version", type=VERSION, help="The version to make current again.")
 @click.option("--profile", is_flag=True, help="Restore a version of the profile (with --version).")
 @db_option
 @json_option
@@ -103,7 +106,9 @@ def restore(
 
 @click.command()
 @agent_option
-@click.option("--limit", type=int, default=50, show_default=True, help="How many, 1-200.")
+@click.option(
+    "--limit", type=Bounded(1, 200), default=50, show_default=True, help="How many, 1-200."
+)
 @db_option
 @json_option
 def trash(agent_key: str, limit: int, db: str, as_json: bool) -> None:
@@ -128,7 +133,7 @@ def trash(agent_key: str, limit: int, db: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("memory_id", type=int, required=False)
+@click.argument("memory_id", type=ID, required=False)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
     "--resume", is_flag=True, help="Finish the clean-up of purges cut short (a crash, a kill)."

@@ -133,8 +133,10 @@ def import_(file: Path, replace_profiles: bool, allow_over_budget: bool, db: str
     The whole file is checked first; if any line is invalid, nothing is written and each problem
     is reported with its line number. Agents are created, or merged into the agent of the same
     name; memories already known (same text or a near-identical vector) are skipped, as are
-    conversations already there, so importing twice is harmless. The file's vectors are used when
-    it was made with this hive's embedding model; otherwise memories are re-embedded. Example:
+    conversations already there, so importing twice is harmless, and an import that stopped
+    part-way (it writes in batches) is finished by running it again. The file's vectors are used
+    when it was made with this hive's embedding model; otherwise memories are re-embedded.
+    Example:
 
     \b
         hivekeep import backup.jsonl

@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from hivekeep import CompactionOutcome
-from hivekeep.cli import agent_option, db_option, echo_json, json_option, open_hive
+from hivekeep.cli import ID, agent_option, db_option, echo_json, json_option, open_hive
 
 
 def compaction_line(outcome: CompactionOutcome) -> str:
@@ -47,7 +47,7 @@ def _count(number: int, one: str, many: str | None = None) -> str:
 @click.option(
     "--conversation",
     "conversation_id",
-    type=int,
+    type=ID,
     metavar="ID",
     help="The conversation to compact (default: the agent's most recently active one).",
 )

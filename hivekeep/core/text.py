@@ -22,7 +22,11 @@ _EDGE_PUNCT = re.compile(
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 # C0 and C1 control characters and DEL, except tab (\x09) and newline (\x0a); NUL is refused.
 _CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f-\x9f]")
-MAX_FUTURE = timedelta(days=1)  # a created_at further ahead of now than this is refused
+# The bidirectional controls: stored as written (they are legitimate in right-to-left text), but
+# shown visibly on a terminal, where U+202E would make "price \u202e0001$" read "price $1000".
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # a regex class's body
+_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
+MAX_FUTURE = timedelta(days=1)  # a timestamp further ahead of now than this is refused
 
 
 def clean_text(text: str, name: str = "content") -> str:
@@ -43,12 +47,30 @@ def clean_text(text: str, name: str = "content") -> str:
 
 
 def safe_for_terminal(text: str) -> str:
-    """``text`` with every control character but newline and tab shown as a visible escape.
+    """``text`` with every control character but newline and tab shown as a visible escape, and
+    every bidirectional control as ``<U+XXXX>``.
 
     >>> safe_for_terminal("a\\x1b[2Jb")
     'a\\\\x1b[2Jb'
+    >>> safe_for_terminal("price \\u202e0001$")
+    'price <U+202E>0001$'
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text.replace("\x00", "\\x00"))
+    shown = _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text.replace("\x00", "\\x00"))
+    return _BIDI.sub(lambda m: f"<U+{ord(m.group(0)):04X}>", shown)
+
+
+_LINE_FORGING = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
+
+
+def forges_lines(text: str) -> bool:
+    """Whether ``text`` holds a character that could fake or reorder lines where it is shown
+    inline (a name in a listing): any control (newline and tab included), a Unicode line or
+    paragraph separator, or a bidi control.
+
+    >>> forges_lines("notes.md"), forges_lines("a.md\\n/memories/b.md"), forges_lines("a\\u202eb")
+    (False, True, True)
+    """
+    return _LINE_FORGING.search(text) is not None
 
 
 def normalise_text(content: str) -> str:

@@ -39,6 +39,7 @@ except ImportError as exc:  # the extra is not installed, or too old
 
 from hivekeep import Agent, HivekeepError, MemoryRecord, Scope
 from hivekeep.core import profile as profile_doc
+from hivekeep.core.text import forges_lines
 from hivekeep.core.tokens import count_tokens
 from hivekeep.integrations._named import FILE_MARK, Naming, own_memories
 
@@ -279,6 +280,10 @@ def _path(path: str) -> str:
         raise ToolError(f"Path must start with {ROOT}, got: {path}")
     if ".." in parts or "\\" in path or "\x00" in path:
         raise ToolError(f"Path {path} would escape {ROOT} directory")
+    if forges_lines(path):  # a name in the directory listing must not fake or reorder lines
+        raise ToolError(
+            f"Path {path!r} holds a line break, control or bidi character; use a plain file name."
+        )
     return path.rstrip("/") or ROOT
 
 

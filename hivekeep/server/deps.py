@@ -7,10 +7,9 @@ from typing import Annotated, cast
 from fastapi import Depends, Path, Request
 
 from hivekeep.agent import Agent
+from hivekeep.core.bounds import MAX_ID
 from hivekeep.errors import AgentNotFound
 from hivekeep.hive import Hive
-
-MAX_ID = 2**63 - 1  # SQLite's largest integer; a bigger id cannot exist (and would overflow)
 
 
 def get_hive(request: Request) -> Hive:

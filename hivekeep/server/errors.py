@@ -22,6 +22,7 @@ from hivekeep.errors import (
     BudgetError,
     ConflictError,
     EmbedderMismatch,
+    HiveBusy,
     HivekeepError,
     NotFound,
     ProviderError,
@@ -40,6 +41,7 @@ LIBRARY_ERRORS: tuple[tuple[type[HivekeepError], int, str], ...] = (
     (ConflictError, 409, "conflict"),
     (EmbedderMismatch, 409, "embedder_mismatch"),
     (ProviderError, 502, "provider_error"),
+    (HiveBusy, 503, "hive_busy"),  # retry: another process holds the write lock
     (StoreError, 500, "store_error"),
 )
 HTTP_CODES = {
@@ -116,7 +118,8 @@ async def _on_library_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, BudgetError):  # a person's edit (a tool's comes back as tool_error)
         message = exc.for_people
         details = [{"field": "body.text", "message": message}]
-    return error_response(status, code, message, details=details)
+    headers = {"Retry-After": "5"} if isinstance(exc, HiveBusy) else None
+    return error_response(status, code, message, details=details, headers=headers)
 
 
 def describe_validation(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str, str]]]:

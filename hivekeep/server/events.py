@@ -29,8 +29,9 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from hivekeep.core.bounds import MAX_ID
 from hivekeep.events import REPLAY, Event, EventBus
-from hivekeep.server.deps import MAX_ID, HiveDep, resolve_agent
+from hivekeep.server.deps import HiveDep, resolve_agent
 
 HEARTBEAT_S = 15.0
 RETRY_MS = 3000  # how long a browser waits before reconnecting

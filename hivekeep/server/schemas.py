@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hivekeep.tools import MAX_ID, CategoryName, MemorizeArgs, ScopeName
+from hivekeep.core.bounds import MAX_COUNT, MAX_ID
+from hivekeep.tools import CategoryName, MemorizeArgs, ScopeName
 
 AGENT_NAME = Field(
     min_length=1,
@@ -146,7 +147,7 @@ class RestoreBody(Body):
     version: int | None = Field(
         default=None,
         ge=0,
-        le=MAX_ID,
+        le=MAX_COUNT,
         description="The version to make current again; a memory without one leaves the trash.",
     )
 
@@ -235,7 +236,7 @@ class ProfileUpdate(Body):
     expected_revision: int | None = Field(
         default=None,
         ge=0,
-        le=MAX_ID,
+        le=MAX_COUNT,
         description="Fail with 409 if the profile moved past this revision.",
     )
 

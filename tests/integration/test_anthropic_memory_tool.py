@@ -249,6 +249,36 @@ def test_paths_outside_memories_are_refused(tool: HivekeepMemoryTool, path: str)
             run(tool, command, **arguments)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a.md\n/memories/archive/forged.md",  # a second, fake line in the listing
+        "a.md\r",
+        "a\tb.md",
+        "price \u202e0001$.md",  # shown reversed: "price $1000.md"
+        "a\u2066b.md",
+        "a\u2028b.md",
+        "a\x1b[31mred.md",
+    ],
+)
+def test_file_names_that_would_forge_listing_lines_are_refused(
+    tool: HivekeepMemoryTool, agent: Agent, name: str
+) -> None:
+    with pytest.raises(ToolError, match="line break, control or bidi character"):
+        run(tool, "create", path=f"/memories/archive/{name}", file_text="Ann likes tea")
+    run(tool, "create", path="/memories/archive/tea.md", file_text="Ann likes tea")
+    with pytest.raises(ToolError, match="line break, control or bidi character"):
+        run(
+            tool,
+            "rename",
+            old_path="/memories/archive/tea.md",
+            new_path=f"/memories/archive/{name}",
+        )
+    listing = run(tool, "view", path="/memories/archive").splitlines()
+    assert listing[1:] == ["/memories/archive", "/memories/archive/tea.md"]  # no forged line
+    assert agent.list_memories().total == 1
+
+
 def test_files_hivekeep_cannot_hold_are_refused_with_the_layout(tool: HivekeepMemoryTool) -> None:
     with pytest.raises(ToolError, match="one memory per file"):
         run(tool, "create", path="/memories/notes/todo.md", file_text="x")

@@ -31,7 +31,8 @@ from hivekeep import (
     ToolUse,
     ValidationError,
 )
-from hivekeep.server.deps import MAX_ID, AgentDep, HiveDep
+from hivekeep.core.bounds import MAX_ID
+from hivekeep.server.deps import AgentDep, HiveDep
 from hivekeep.server.errors import ErrorOut, error_response, library_error
 from hivekeep.server.schemas import Body
 

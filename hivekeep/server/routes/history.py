@@ -10,8 +10,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from hivekeep.core.bounds import MAX_ID
 from hivekeep.errors import ValidationError
-from hivekeep.server.deps import MAX_ID, AgentDep, MemoryId
+from hivekeep.server.deps import AgentDep, MemoryId
 from hivekeep.server.routes.profile import _out as profile_out
 from hivekeep.server.schemas import (
     MemoryOut,

@@ -14,12 +14,14 @@ exports from and imports into any backend.
 Export streams page by page (constant memory). Import reads the file three times: the first pass
 checks every line and every reference and writes nothing if anything is wrong; the second embeds,
 by this hive's model, the memories whose vectors are of another model (or absent), before any
-transaction opens; the last pass writes everything in **one** transaction, so a failure
-or a killed process part-way leaves nothing of the file. Memories go through the archive's one
-write path (``ArchiveService.memorize_many``: the same dedup as ``memorize``), in batches, and its
-``memory:created`` events are held until the commit (``EventBus.deferred``), then reach the UI and,
-on PostgreSQL, the other processes. Conversations already present are skipped and agents are
-merged by name, so importing a file twice adds nothing the second time.
+transaction opens; the last pass writes in bounded transactions of one batch each (``IMPORT_BATCH``
+memories, or about as many lines), so other writers wait for a batch, never for the whole file, and
+a failure or a killed process part-way leaves whole batches only. Memories go through the archive's
+one write path (``ArchiveService.memorize_many``: the same dedup as ``memorize``), and its
+``memory:created`` events are held until their batch commits (``EventBus.deferred``), then reach
+the UI and, on PostgreSQL, the other processes. Conversations already present are skipped and
+agents are merged by name, so importing a file twice adds nothing the second time, and importing
+it again finishes an import that stopped.
 
 The package: ``format`` (the line models, keys and vectors), ``export``, ``reader`` (parsing and
 checking a file) and ``importer``.

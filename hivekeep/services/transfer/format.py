@@ -13,8 +13,9 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import numpy.typing as npt
 import pydantic
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, StringConstraints
 
+from hivekeep.core.bounds import MAX_COUNT, MAX_IMPORTED_VERSION, problem
 from hivekeep.core.limits import MAX_CONTENT_CHARS, MAX_SUBJECT_CHARS
 from hivekeep.core.text import (
     check_not_future,
@@ -22,6 +23,8 @@ from hivekeep.core.text import (
     parse_timestamp,
 )
 from hivekeep.errors import ValidationError
+from hivekeep.services.chat import MAX_MESSAGE_CHARS
+from hivekeep.services.conversation import MAX_TITLE_CHARS
 from hivekeep.store.base import (
     Vector,
 )
@@ -37,6 +40,9 @@ MEMORY_PAGE = 500  # memories read per store call on export
 MESSAGE_PAGE = 1000  # messages read per store call on export
 IMPORT_BATCH = 500  # memories embedded, and written through the archive, per call on import
 MAX_ERRORS = 10  # an invalid file reports this many problems, then stops looking
+# The longest line read: far above any line an export writes (a memory with its vector and kept
+# versions, a message of MAX_MESSAGE_CHARS), so a longer one is not an export's.
+MAX_LINE_BYTES = 16 * 1024 * 1024
 
 Progress = Callable[[int, int], None]  # (lines done, lines in the file)
 
@@ -44,6 +50,8 @@ Progress = Callable[[int, int], None]  # (lines done, lines in the file)
 
 # The memorize tool's limits (core/limits.py) apply to imported memories too.
 MAX_SOURCE_CONTEXT_CHARS = 2000
+MAX_NAME_CHARS = 200  # a tool call's id or name
+MAX_SPEAKER_CHARS = 100  # as ``Agent.chat``'s speaker
 
 
 def _real_timestamp(value: str) -> str:
@@ -56,10 +64,14 @@ def _real_timestamp(value: str) -> str:
 
 
 def _not_future(value: str) -> str:
+    """No date of a hive lies ahead: a far-future one would sort a memory newest, or keep a
+    trashed one from ever expiring. A day of clock skew is allowed (``MAX_FUTURE``)."""
     try:
         return check_not_future(value)
-    except ValidationError as exc:
-        raise ValueError(str(exc).rstrip(".")) from None
+    except ValidationError:
+        raise ValueError(
+            f"{value!r} is more than a day ahead of now; a hive holds no date in the future"
+        ) from None
 
 
 def _clean(value: str) -> str:
@@ -70,18 +82,49 @@ def _clean(value: str) -> str:
         raise ValueError(str(exc).rstrip(".")) from None
 
 
+def _scrub(value: str) -> str:
+    """A transcript's text (messages, summaries, titles, speakers): control characters dropped,
+    NUL too (a conversation is kept as it went, so a stray NUL is not worth refusing it)."""
+    return clean_text(value.replace("\x00", ""))
+
+
+def _within(low: int, high: int) -> Callable[[object], int]:
+    """An integer field's check: a JSON integer in ``low..high``; not true/false, not 5.0, not
+    "5" (an export writes integers), never a number its column cannot hold (``core/bounds``)."""
+
+    def check(value: object) -> int:
+        wrong = problem(value, low, high)
+        if wrong is not None:
+            raise ValueError(wrong)
+        assert isinstance(value, int)
+        return value
+
+    return check
+
+
+Count = Annotated[int, PlainValidator(_within(0, MAX_COUNT))]  # tokens, counts, attempts
+Positive = Annotated[int, PlainValidator(_within(1, MAX_COUNT))]
+# a kept version (memory: from 1) or revision (profile: from 0), leaving room for later ones
+Version = Annotated[int, PlainValidator(_within(1, MAX_IMPORTED_VERSION))]
+Revision = Annotated[int, PlainValidator(_within(0, MAX_IMPORTED_VERSION))]
+Importance = Annotated[int, PlainValidator(_within(1, 10))]
 Timestamp = Annotated[
     str,
     StringConstraints(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"),
     AfterValidator(_real_timestamp),
+    AfterValidator(_not_future),  # at most a day ahead of now
 ]
-CreatedAt = Annotated[Timestamp, AfterValidator(_not_future)]  # at most a day ahead of now
 Text = Annotated[str, StringConstraints(min_length=1)]
 Content = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CONTENT_CHARS),
     AfterValidator(_clean),
 ]
+Subject = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_SUBJECT_CHARS), AfterValidator(_clean)
+]
+Said = Annotated[str, StringConstraints(max_length=MAX_MESSAGE_CHARS), AfterValidator(_scrub)]
+Name = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS), AfterValidator(_scrub)]
 
 
 class _Line(BaseModel):
@@ -90,13 +133,13 @@ class _Line(BaseModel):
 
 class EmbeddingInfo(_Line):
     model: Text
-    dimension: int = Field(ge=1)
+    dimension: Positive
 
 
 class HeaderLine(_Line):
     type: Literal["header"]
     format: Literal["hivekeep-jsonl"]
-    version: int = Field(ge=1)
+    version: Positive
     hivekeep_version: str
     exported_at: Timestamp
     embedding: EmbeddingInfo | None
@@ -123,9 +166,9 @@ class AgentLine(_Line):
 class ProfileVersionInfo(_Line):
     """One kept version of a profile (``export --history``)."""
 
-    version: int = Field(ge=0)
-    text: Annotated[str, AfterValidator(_clean)]
-    tokens: int = Field(ge=0)
+    version: Revision
+    text: Annotated[str, AfterValidator(_clean)]  # its budget is checked by the reader
+    tokens: Count | None = None  # informational: recounted on import
     changed_at: Timestamp
     changed_by: Actor
     operation: Operation
@@ -134,11 +177,11 @@ class ProfileVersionInfo(_Line):
 class MemoryVersionInfo(_Line):
     """One kept version of a memory (``export --history``)."""
 
-    version: int = Field(ge=1)
+    version: Version
     content: Content
     category: Category
-    subject: Annotated[str, AfterValidator(_clean)] | None = None
-    importance: int | None = Field(default=None, ge=1, le=10)
+    subject: Subject | None = None
+    importance: Importance | None = None
     scope: Scope
     changed_at: Timestamp
     changed_by: Actor
@@ -158,8 +201,8 @@ class ProfileLine(_Line):
     type: Literal["profile"]
     agent: Text
     text: Annotated[str, AfterValidator(_clean)]  # its budget is checked by the reader
-    tokens: int | None = Field(default=None, ge=0)
-    revision: int | None = Field(default=None, ge=0)
+    tokens: Count | None = None  # informational: recounted on import
+    revision: Revision | None = None
     last_rewrite_at: Timestamp | None = None
     manually_edited_at: Timestamp | None = None
     updated_at: Timestamp | None = None
@@ -174,15 +217,8 @@ class MemoryLine(_Line):
     author_deleted: bool = False
     content: Content
     category: Category
-    subject: (
-        Annotated[
-            str,
-            StringConstraints(min_length=1, max_length=MAX_SUBJECT_CHARS),
-            AfterValidator(_clean),
-        ]
-        | None
-    ) = None
-    importance: int | None = Field(default=None, ge=1, le=10)
+    subject: Subject | None = None
+    importance: Importance | None = None
     scope: Scope = Scope.PRIVATE
     source: Source = Source.EXPLICIT
     source_context: (
@@ -192,9 +228,9 @@ class MemoryLine(_Line):
         | None
     ) = None
     source_message: str | None = None  # a message's key; dropped if that line is not in the file
-    retrieval_count: int = Field(default=0, ge=0)
+    retrieval_count: Count = 0
     last_retrieved_at: Timestamp | None = None
-    created_at: CreatedAt
+    created_at: Timestamp
     updated_at: Timestamp | None = None
     vector: str | None = None  # base64 of little-endian float32, the header's dimension
     history: Annotated[list[MemoryVersionInfo] | None, AfterValidator(_distinct)] = None
@@ -213,15 +249,17 @@ class ConversationLine(_Line):
     type: Literal["conversation"]
     key: Text
     agent: Text
-    title: str = ""
+    title: Annotated[str, StringConstraints(max_length=MAX_TITLE_CHARS), AfterValidator(_scrub)] = (
+        ""
+    )
     created_at: Timestamp
     updated_at: Timestamp
 
 
 class ToolCallInfo(_Line):
-    id: str
-    name: str
-    arguments: str
+    id: Name
+    name: Name
+    arguments: Said
 
 
 class MessageLine(_Line):
@@ -229,12 +267,15 @@ class MessageLine(_Line):
     conversation: Text
     key: Text
     role: Literal["system", "user", "assistant", "tool"]
-    content: str = ""
-    tokens: int = Field(default=0, ge=0)
+    content: Said = ""
+    tokens: Count = 0
     tool_calls: list[ToolCallInfo] = Field(default_factory=list)
-    tool_call_id: str | None = None
-    tool_name: str | None = None
-    speaker: str | None = None
+    tool_call_id: Name | None = None
+    tool_name: Name | None = None
+    speaker: (
+        Annotated[str, StringConstraints(max_length=MAX_SPEAKER_CHARS), AfterValidator(_scrub)]
+        | None
+    ) = None
     summary: str | None = None  # the key of the summary it is folded into
     compaction_record: bool = False
     record: dict[str, Any] | None = None
@@ -245,19 +286,19 @@ class SummaryLine(_Line):
     type: Literal["summary"]
     conversation: Text
     key: Text
-    text: str
-    tokens: int = Field(ge=0)
+    text: Said
+    tokens: Count
     first_at: Timestamp
     last_at: Timestamp
-    message_count: int = Field(ge=0)
+    message_count: Count
     first_message: str | None = None
     last_message: str | None = None
-    depth: int = Field(default=0, ge=0)
+    depth: Count = 0
     sources: list[str] = Field(default_factory=list)  # keys of the summaries merged into it
     in_context: bool = True
     maintenance_status: Literal["pending", "done", "failed"] = "pending"
-    maintenance_attempts: int = Field(default=0, ge=0)
-    maintenance_error: str | None = None
+    maintenance_attempts: Count = 0
+    maintenance_error: Said | None = None
     created_at: Timestamp
 
 

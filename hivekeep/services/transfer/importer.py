@@ -1,9 +1,12 @@
-"""Import: a checked file written into this hive in one transaction (see the package docstring)."""
+"""Import: a checked file written into this hive in bounded transactions (see the package
+docstring)."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -49,9 +52,14 @@ from hivekeep.store.base import (
 from hivekeep.store.conversations import (
     AgentSettings,
 )
-from hivekeep.types import Actor, Operation
+from hivekeep.types import Actor, Operation, Scope
 
 log = logging.getLogger(__name__)
+# The pause after each committed batch, longer than SQLite's longest busy-handler sleep (100 ms):
+# a writer of another process waiting for the lock gets it then, instead of finding it taken
+# again a microsecond after the commit (measured: without it, a writer waiting through a
+# 30,000-memory import still timed out).
+BATCH_PAUSE_S = 0.12
 
 
 @dataclass
@@ -123,14 +131,18 @@ class Importer:
         space = self.embeddings.space
         reuse = header is not None and EmbeddingSpace(header.model, header.dimension) == space
         run = _Run(self, reader, reuse, replace_profiles)
-        run.embed_all()  # before the transaction: the slow part, while nobody waits on us
-        # one transaction; its events are published only once it has committed
-        with self.archive.events.deferred(), self.store.transaction():
-            for number, item in reader.items(None):
-                run.apply(number, item)
-                if progress is not None:
-                    progress(number, reader.lines)
-            run.flush()
+        run.embed_all()  # before any transaction: the slow part, while nobody waits on us
+        items = reader.items(None)
+        done = False
+        while not done:
+            # a bounded transaction (about IMPORT_BATCH lines), so other writers wait for one
+            # batch, not the whole file; its events are published once it has committed
+            with self.archive.events.deferred(), self.store.transaction():
+                done = run.apply_batch(items)
+            if progress is not None:
+                progress(reader.lines if done else run.line, reader.lines)
+            if not done:
+                time.sleep(BATCH_PAUSE_S)
         run.report.lines = reader.lines
         return run.report
 
@@ -148,12 +160,27 @@ class _Run:
         self.dimension = embedding.dimension if embedding else 0
         self.report = ImportReport(vectors="reused" if reuse else "re-embedded")
         self.agents: dict[str, int] = {}  # lower-case name -> id in this hive
+        self.created: set[str] = set()  # lower-case names of the agents this import created
+        self.line = 0  # the last line written
         self.existing: dict[int, set[tuple[str, str]]] = {}  # agent id -> (created_at, title)
         self.messages: dict[str, int] = {}  # message key -> new id, for memories' source_message
         self.batch: list[tuple[int, MemoryLine]] = []  # (line number, memory)
         self.fresh: dict[int, Vector | None] = {}  # line number -> this hive's vector (embed_all)
 
-    def apply(self, number: int, item: Item) -> None:
+    def apply_batch(self, items: Iterator[tuple[int, Item]]) -> bool:
+        """Write the next batch: ``IMPORT_BATCH`` memories, or about as many lines of anything
+        else (a conversation is never split); True once the file is done."""
+        start = self.line
+        for number, item in items:
+            flushed = self.apply(number, item)
+            self.line = number
+            if flushed or (not self.batch and number - start >= IMPORT_BATCH):
+                return False
+        self.flush()
+        return True
+
+    def apply(self, number: int, item: Item) -> bool:
+        """Write one item (a memory waits for its batch); True when that wrote the batch."""
         if isinstance(item, AgentLine):
             self._agent(item)
         elif isinstance(item, ProfileLine):
@@ -166,6 +193,8 @@ class _Run:
             self.batch.append((number, item))
             if len(self.batch) >= IMPORT_BATCH:
                 self.flush()
+                return True
+        return False
 
     def embed_all(self) -> None:
         """Embed, with this hive's model, every memory whose exported vector cannot be reused.
@@ -200,6 +229,7 @@ class _Run:
         except NotFound:
             agent = self.store.create_agent(line.name, line.role)
             self.report.agents_created += 1
+            self.created.add(line.name.lower())
             current = AgentSettings()
         else:
             self.report.agents_merged += 1
@@ -247,9 +277,15 @@ class _Run:
         """A profile never written takes the file's state and versions as they were; False
         (nothing written) when it has been written after all."""
         agent_id = self.agents[line.agent.lower()]
-        versions = [
+        versions = [  # the file's token counts are not trusted: counted here
             ProfileVersion(
-                agent_id, v.version, v.text, v.tokens, v.changed_at, v.changed_by, v.operation
+                agent_id,
+                v.version,
+                v.text,
+                count_tokens(v.text),
+                v.changed_at,
+                v.changed_by,
+                v.operation,
             )
             for v in line.history or []
         ]
@@ -337,9 +373,20 @@ class _Run:
                 self.report.memories_embedded += 1
 
     def _memory(self, m: MemoryLine) -> NewMemory:
+        """The memory to write, attributed as the file says only where the file may say it: a
+        shared memory of an agent that was already in this hive (merged, not created by this
+        import) is kept as an imported one, owned by no agent, under "NAME (imported)": a file
+        cannot make a live agent the author of what every agent reads as its word."""
+        name = m.author.lower()
+        if m.author_deleted:
+            owner, author = PERSON, m.author
+        elif m.scope is Scope.SHARED and name not in self.created:
+            owner, author = PERSON, f"{m.author} (imported)"
+        else:
+            owner, author = self.agents[name], None
         return NewMemory(
-            agent_id=PERSON if m.author_deleted else self.agents[m.author.lower()],
-            author_name=m.author if m.author_deleted else None,
+            agent_id=owner,
+            author_name=author,
             content=m.content,
             category=m.category,
             subject=m.subject,

@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pydantic
 
@@ -22,6 +22,7 @@ from hivekeep.services.transfer.format import (
     HISTORY_VERSION,
     LINE,
     MAX_ERRORS,
+    MAX_LINE_BYTES,
     RECORD_SUMMARY_FIELDS,
     TYPES,
     AgentLine,
@@ -124,15 +125,14 @@ def restored_conversation(block: Block) -> RestoredConversation:
             if isinstance(listed, list) and all(isinstance(k, str) for k in listed):
                 # a record is a note of what happened: a summary missing from it is left out
                 record_summaries[name] = tuple(summaries[k] for k in listed if k in summaries)
+        calls = tuple(ToolCallRecord(call.id, call.name, call.arguments) for call in m.tool_calls)
         restored_messages.append(
             RestoredMessage(
                 NewMessage(
                     role=m.role,
                     content=m.content,
                     tokens=m.tokens,
-                    tool_calls=tuple(
-                        ToolCallRecord(call.id, call.name, call.arguments) for call in m.tool_calls
-                    ),
+                    tool_calls=calls,
                     tool_call_id=m.tool_call_id,
                     tool_name=m.tool_name,
                     speaker=m.speaker,
@@ -166,7 +166,10 @@ def _describe(exc: pydantic.ValidationError) -> str:
             parts.append("no 'type' field")
         else:
             where = ".".join(str(part) for part in error["loc"][1:])
-            parts.append(f"{where!r}: {error['msg']}" if where else str(error["msg"]))
+            # a check of ours (a ValueError) speaks for itself, without pydantic's "Value error, "
+            cause = error.get("ctx", {}).get("error") if kind == "value_error" else None
+            message = str(cause) if cause is not None else str(error["msg"])
+            parts.append(f"{where!r}: {message}" if where else message)
     return "; ".join(parts)
 
 
@@ -196,12 +199,18 @@ class Reader:
             errors.append(f"line {exc.line}: {exc}")
 
         with self.path.open("rb") as file:
-            for number, raw in enumerate(file, start=1):
+            for number, raw in enumerate(_bounded_lines(file), start=1):
                 if errors is not None and len(errors) >= MAX_ERRORS:
                     break
-                if not raw.strip():
-                    continue  # a blank line (e.g. an editor's last newline)
                 try:
+                    if raw is None:
+                        raise LineError(
+                            number,
+                            f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, more than any "
+                            "line of an export (a message is at most 100,000 characters)",
+                        )
+                    if not raw.strip():
+                        continue  # a blank line (e.g. an editor's last newline)
                     line = self._parse(number, _decode(number, raw))
                     if isinstance(line, MessageLine | SummaryLine):
                         if block is None or line.conversation != block.conversation.key:
@@ -243,6 +252,8 @@ class Reader:
             raise LineError(number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
         except RecursionError:
             raise LineError(number, "JSON nested too deeply to read") from None
+        except ValueError:  # an integer of over 4,300 digits (Python's limit on converting one)
+            raise LineError(number, "a number too long to read (over 4,300 digits)") from None
         if not isinstance(data, dict):
             raise LineError(number, "not a JSON object")
         try:
@@ -301,16 +312,24 @@ class Reader:
             profiles.add(line.agent.lower())
             if line.history is not None and not self._v2():
                 raise LineError(number, f"history needs format version {HISTORY_VERSION}")
-            if self.profile_budget is not None:
-                tokens = count_tokens(line.text)
-                if tokens > self.profile_budget:
-                    raise LineError(
-                        number,
-                        f"the profile of {line.agent!r} has {tokens} tokens, over this hive's "
-                        f"budget of {self.profile_budget} (MEMORY_PROFILE_MAX_TOKENS); shorten "
-                        "it, raise the budget, or import with allow_over_budget "
-                        "(--allow-over-budget) to keep it whole",
-                    )
+            newest = max((v.version for v in line.history or []), default=0)
+            if line.revision is not None and line.revision < newest:
+                raise LineError(
+                    number, f"'revision' {line.revision} is older than kept version {newest}"
+                )
+            if self.profile_budget is not None:  # the live rule, on every version kept too
+                texts = [("", line.text)]
+                texts += [(f" (kept version {v.version})", v.text) for v in line.history or []]
+                for which, text in texts:
+                    tokens = count_tokens(text)
+                    if tokens > self.profile_budget:
+                        raise LineError(
+                            number,
+                            f"the profile of {line.agent!r}{which} has {tokens} tokens, over this "
+                            f"hive's budget of {self.profile_budget} (MEMORY_PROFILE_MAX_TOKENS); "
+                            "shorten it, raise the budget, or import with allow_over_budget "
+                            "(--allow-over-budget) to keep it whole",
+                        )
         elif isinstance(line, ConversationLine):
             known(line.agent)
             if line.key in conversation_keys:
@@ -335,6 +354,21 @@ class Reader:
                     raise LineError(number, str(exc)) from None
             if line.source_message is not None:
                 self.source_messages.add(line.source_message)
+
+
+def _bounded_lines(file: BinaryIO) -> Iterator[bytes | None]:
+    """The file's lines, each read to at most ``MAX_LINE_BYTES`` (None for a longer one, whose
+    rest is skipped unread), so no line can fill the memory."""
+    while True:
+        raw = file.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw
+            continue
+        while raw and not raw.endswith(b"\n"):
+            raw = file.readline(MAX_LINE_BYTES)
+        yield None
 
 
 def _decode(number: int, raw: bytes) -> str:

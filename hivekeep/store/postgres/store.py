@@ -24,6 +24,7 @@ import psycopg_pool
 from psycopg import sql
 from psycopg.rows import TupleRow
 
+from hivekeep.core.bounds import MAX_COUNT
 from hivekeep.core.dedup import DedupRule
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import StoreError
@@ -295,7 +296,9 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
             return
         with self._transaction() as conn:
             conn.execute(
-                "UPDATE memories m SET retrieval_count = m.retrieval_count + n.times, "
+                # saturates: retrieval_count is a 32-bit integer column (core/bounds.py)
+                "UPDATE memories m SET retrieval_count = "
+                f"least(m.retrieval_count + n.times, {MAX_COUNT}), "
                 "last_retrieved_at = %s FROM (SELECT id, count(*) AS times "
                 "FROM unnest(%s::bigint[]) AS u(id) GROUP BY id) n WHERE m.id = n.id",
                 (now_timestamp(), list(ids)),

@@ -12,7 +12,7 @@ from hivekeep.errors import StoreError
 from hivekeep.store.spoken_dates import month_cases
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.migrate import Migration, apply_pending
-from hivekeep.store.sqlite.dialect import SQLITE
+from hivekeep.store.sqlite.dialect import SQLITE, begin_immediate
 
 Connection = Any  # apsw.Connection (apsw ships no type stubs)
 
@@ -436,8 +436,12 @@ def pending(conn: Connection) -> list[Migration]:
 
 
 def migrate(conn: Connection, now: str) -> None:
-    """Bring the file up to date; refuse a file written by a newer hivekeep."""
-    conn.execute("BEGIN IMMEDIATE")
+    """Bring the file up to date; refuse a file written by a newer hivekeep. A file already up
+    to date is opened without the write lock (read first), so opening a hive does not wait
+    for another process's long write."""
+    if current_version(conn) == LATEST:
+        return
+    begin_immediate(conn)
     try:
         version = current_version(conn)
         if version > LATEST:

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import sqlite_vec
 
+from hivekeep.core.bounds import MAX_COUNT
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import StoreError
@@ -40,14 +41,13 @@ from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import VersionRows
 from hivekeep.store.sql.memories import MemoryRows, found_duplicate, same_text, stored, visible
 from hivekeep.store.sqlite import migrations
-from hivekeep.store.sqlite.dialect import SQLITE
+from hivekeep.store.sqlite.dialect import BUSY_TIMEOUT_MS, SQLITE, begin_immediate
 from hivekeep.store.sqlite.history import HistoryRows
 from hivekeep.store.sqlite.leases import RowLeases
 from hivekeep.store.sqlite.vectors import VectorIndex
 from hivekeep.store.vector_cache import VectorCache
 from hivekeep.types import EmbeddingState
 
-BUSY_TIMEOUT_MS = 10_000
 IN_LIST_CHUNK = 500  # ids per IN (...) list; SQLite refuses more than 32,766 variables
 
 
@@ -120,7 +120,7 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
         """
         with self._lock:
             if not self._conn.in_transaction:
-                self._conn.execute("BEGIN IMMEDIATE")
+                begin_immediate(self._conn)
                 try:
                     yield self._conn
                     self._conn.execute("COMMIT")
@@ -246,7 +246,8 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
         now = now_timestamp()
         with self.atomic() as conn:
             conn.executemany(
-                "UPDATE memories SET retrieval_count = retrieval_count + 1, "
+                # saturates at the 32-bit ceiling both engines keep (core/bounds.py)
+                f"UPDATE memories SET retrieval_count = min(retrieval_count + 1, {MAX_COUNT}), "
                 "last_retrieved_at = ? WHERE id = ?",
                 [(now, memory_id) for memory_id in ids],
             )
