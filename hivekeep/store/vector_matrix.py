@@ -155,23 +155,28 @@ class Matrix:
             scores, ids = scores[keep], ids[keep]
         return ids, scores
 
-    def close_rows(self, queries: Floats, floor: float, k: int) -> list[list[tuple[int, float]]]:
+    def close_rows(
+        self, queries: Floats, floor: float, k: int, subject: int | None = None
+    ) -> list[list[tuple[int, float]]]:
         """Per query: up to ``k`` rows of cosine >= ``floor`` as (id, cosine), best first, ties
-        by smaller id.
+        by smaller id; with ``subject`` (a subject code), rows of that subject only.
 
         Queries are compared in blocks, one matrix product each (dedup of a batch of inserts).
+        The subject is applied to the scores, so other subjects' rows never take a place.
         """
         size = self._size
         found: list[list[tuple[int, float]]] = []
         step = max(1, min(len(queries), SCORE_BLOCK // max(size, 1)))
         ids = self._ids[:size]
+        same = None if subject is None else self._subjects[:size] == subject
         for start in range(0, len(queries), step):
             block = queries[start : start + step]
             scores = block @ self._vectors[:size].T
             scores *= self._inverse_norms[:size]
             scores *= _inverse_norms(block)[:, None]
             for row in scores:
-                close = np.flatnonzero(row >= floor)
+                passing = row >= floor
+                close = np.flatnonzero(passing if same is None else passing & same)
                 order = np.lexsort((ids[close], -row[close]))[:k]
                 found.append([(int(ids[close[i]]), float(row[close[i]])) for i in order])
         return found

@@ -283,10 +283,32 @@ def m003_history_and_trash(conn: Connection) -> None:
         conn.execute(statement)  # our own fixed text
 
 
+def m004_merges_and_links(conn: Connection) -> None:
+    """As SQLite's migration 8: ``memory_versions.agent_id`` (the agent whose write made a
+    version; NULL for a person's) and ``memory_links`` (newer id -> older id, no foreign keys:
+    a trashed memory keeps its links, a purge removes them)."""
+    for statement in (
+        "ALTER TABLE memory_versions ADD COLUMN agent_id bigint",
+        """UPDATE memory_versions v SET agent_id = coalesce(
+            (SELECT agent_id FROM memories WHERE id = v.memory_id),
+            (SELECT agent_id FROM memory_trash WHERE id = v.memory_id))
+        WHERE changed_by <> 'person'""",
+        """CREATE TABLE memory_links (
+            newer_id bigint NOT NULL,
+            older_id bigint NOT NULL,
+            created_at text COLLATE "C" NOT NULL,
+            PRIMARY KEY (newer_id, older_id)
+        )""",
+        "CREATE INDEX memory_links_older ON memory_links (older_id, newer_id)",
+    ):
+        conn.execute(statement)  # our own fixed text
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial: agents, memories (full text, vector), conversations, leases", m001_initial),
     (2, "shared memories outlive their author", m002_memories_outlive_authors),
     (3, "versions of memories and profiles, and a trash", m003_history_and_trash),
+    (4, "merged writes kept in history; links to newer near-twins", m004_merges_and_links),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -136,7 +136,7 @@ class VersionRows(SqlRows):
             for v in kept:
                 s.execute(
                     f"INSERT INTO memory_versions({VERSION_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (memory_id, *version_values(v)),
                 )
 

@@ -121,7 +121,8 @@ class HistoryRows:
 
     # purge ------------------------------------------------------------------------------------
     def _erase(self, conn: Any, ids: Sequence[int]) -> int:
-        """Delete the memories' rows, trash rows, versions and vectors (in the transaction)."""
+        """Delete the memories' rows, trash rows, versions, links and vectors (in the
+        transaction)."""
         erased = 0
         for memory_id in ids:
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))  # FTS: trigger
@@ -129,6 +130,7 @@ class HistoryRows:
             conn.execute("DELETE FROM memory_trash WHERE id = ?", (memory_id,))
             erased += int(bool(erased_live or conn.changes()))
             conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+            _unlink(conn, memory_id)
             if erased_live:
                 self._index.delete(memory_id)
         return erased
@@ -246,7 +248,15 @@ class HistoryRows:
         ]
         for memory_id in [*private_ids, *trashed]:
             conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+            _unlink(conn, memory_id)
         conn.execute(
             "DELETE FROM memory_trash WHERE agent_id = ? AND scope = 'private'", (agent_id,)
         )
         conn.execute("UPDATE memory_trash SET agent_id = NULL WHERE agent_id = ?", (agent_id,))
+
+
+def _unlink(conn: Any, memory_id: int) -> None:
+    """A memory that goes for good takes its links to newer and older near-twins with it."""
+    conn.execute(
+        "DELETE FROM memory_links WHERE newer_id = ? OR older_id = ?", (memory_id, memory_id)
+    )
