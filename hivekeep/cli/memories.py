@@ -64,6 +64,12 @@ def memorize(
         echo_json(result)
     elif result["duplicate"]:
         click.echo(f"Already known as memory {result['id']} (duplicate).")
+        if "merged_as_version" in result:
+            echo(
+                f"  Your text is kept as version {result['merged_as_version']} of its history "
+                f"(`hivekeep restore --agent {agent_key} {result['id']} --version "
+                f"{result['merged_as_version']}` makes it current)."
+            )
     else:
         click.echo(f"Saved memory {result['id']}.")
         for similar in result.get("similar", []):
@@ -115,6 +121,8 @@ def recall(
     for rank, memory in enumerate(result["memories"], start=1):
         echo(_heading(rank, memory))
         echo(f"   {memory['content']}")
+        if newer := memory.get("newer"):
+            echo(f"  ↳ newer: #{newer['id']} ({newer['created_at'][:10]}) {newer['content']}")
 
 
 def _heading(rank: int, memory: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from hivekeep.core.text import clean_text, embedding_text, normalise_text
 from hivekeep.errors import ProviderError, ValidationError
 from hivekeep.events import EventBus
 from hivekeep.services.embedding import EmbeddingService
+from hivekeep.services.newer import with_newer
 from hivekeep.store.base import (
     BY_AGENT,
     KEEP,
@@ -37,6 +38,9 @@ class Memorized:
     memory: MemoryRecord
     duplicate: bool  # True: an equivalent memory already existed and is returned instead
     similar: tuple[MemoryRecord, ...] = ()  # close neighbours of a stored memory (see SPEC 4.1)
+    # a duplicate: the version of ``memory`` that keeps the text this write carried (None: the
+    # text was the memory's current state already); ``restore_memory`` makes it current
+    merged_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,7 @@ class ArchiveService:
         for result in inserted:
             if not result.duplicate:
                 self._publish("memory:created", result.memory)
-        return [Memorized(r.memory, r.duplicate, r.similar) for r in inserted]
+        return [Memorized(r.memory, r.duplicate, r.similar, r.merged_version) for r in inserted]
 
     def embed(self, memories: Sequence[NewMemory], *, batch_size: int = 256) -> list[Vector | None]:
         """The vectors ``memorize_many`` would store, one per memory, in batches: None for the
@@ -147,10 +151,17 @@ class ArchiveService:
         self.store.delete_memory(memory_id, agent_id, by=by)
         self._publish("memory:deleted", memory)
 
+    def get(self, agent_id: int, memory_id: int) -> MemoryRecord:
+        """One visible memory, pointing at its newer near-twin if there is one."""
+        [memory] = with_newer(self.store, agent_id, [self.store.get_memory(memory_id, agent_id)])
+        return memory
+
     def list(
         self, agent_id: int, filters: MemoryFilter, limit: int, offset: int
     ) -> tuple[list[MemoryRecord], int]:
-        return self.store.list_memories(agent_id, filters, limit, offset)
+        """A page of visible memories, each pointing at its newer near-twin if there is one."""
+        memories, total = self.store.list_memories(agent_id, filters, limit, offset)
+        return with_newer(self.store, agent_id, memories), total
 
     def backfill(
         self, *, limit: int | None = None, batch_size: int = 64, progress: Progress | None = None
