@@ -36,7 +36,14 @@ def test_version_6_file_gains_the_audience_column(
     db_path: Path, table: VectorTable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """m007 rebuilds memory_fts from memories: every row, its words and who may see it."""
-    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:6])
+
+    def m006_with_links(conn: object) -> None:  # today's code needs migration 8's tables
+        migrations.m006_history_and_trash(conn)
+        migrations.m008_merges_and_links(conn)
+
+    monkeypatch.setattr(
+        migrations, "MIGRATIONS", [*migrations.MIGRATIONS[:5], (6, "m6", m006_with_links)]
+    )
     monkeypatch.setattr(migrations, "LATEST", 6)
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
         alice, bob = hive.create_agent("alice"), hive.create_agent("bob")
@@ -48,7 +55,7 @@ def test_version_6_file_gains_the_audience_column(
         hive.delete_agent("carol")  # an ownerless shared memory
     monkeypatch.undo()
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
-        assert migrations.current_version(hive.store._conn) == 7  # type: ignore[attr-defined]
+        assert migrations.current_version(hive.store._conn) == migrations.LATEST  # type: ignore[attr-defined]
         ids = {own.memory.id, shared.memory.id, theirs.memory.id, left.memory.id}
         alice_id, bob_id = hive.get_agent("alice").id, hive.get_agent("bob").id
         assert audiences(db_path) == {

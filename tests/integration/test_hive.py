@@ -115,7 +115,7 @@ def test_older_file_is_migrated_on_open(
             "Sold the old car"
         ]  # found through the date indexed by m002
     conn = apsw.Connection(str(db_path))
-    assert migrations.current_version(conn) == migrations.LATEST == 7
+    assert migrations.current_version(conn) == migrations.LATEST == 8
     assert migrations.pending(conn) == []
 
 
@@ -127,6 +127,7 @@ def test_version_4_file_gets_ownerless_shared_memories(
     def m004_with_history(conn: object) -> None:  # today's code needs the history tables
         migrations.m004_conversations(conn)
         migrations.m006_history_and_trash(conn)
+        migrations.m008_merges_and_links(conn)
 
     monkeypatch.setattr(
         migrations, "MIGRATIONS", [*migrations.MIGRATIONS[:3], (4, "m4", m004_with_history)]
@@ -143,7 +144,7 @@ def test_version_4_file_gets_ownerless_shared_memories(
         alice.forget(gone.memory.id)
     monkeypatch.undo()
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
-        assert migrations.current_version(hive.store._conn) == 7  # type: ignore[attr-defined]
+        assert migrations.current_version(hive.store._conn) == migrations.LATEST  # type: ignore[attr-defined]
         kept = hive.delete_agent("alice")
         assert (kept.private_memories, kept.shared_memories) == (1, 1)
         bob = hive.get_agent("bob")

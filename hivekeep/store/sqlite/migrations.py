@@ -396,22 +396,24 @@ def m008_merges_and_links(conn: Connection) -> None:
     when no agent is left); the versions already kept get their memory's owner unless a person
     wrote them. ``memory_links``: a stored write that listed older memories as ``similar``
     links to each (newer id -> older id); no foreign keys, as a trashed memory keeps its links
-    (a purge removes them).
+    (a purge removes them). Idempotent, as m006, for the tests that build older files with it in.
     """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memory_versions)")}
+    if "agent_id" not in columns:
+        conn.execute("ALTER TABLE memory_versions ADD COLUMN agent_id INTEGER")
     conn.execute(
         """
-        ALTER TABLE memory_versions ADD COLUMN agent_id INTEGER;
         UPDATE memory_versions SET agent_id = coalesce(
             (SELECT agent_id FROM memories WHERE id = memory_id),
             (SELECT agent_id FROM memory_trash WHERE id = memory_id))
-        WHERE changed_by <> 'person';
-        CREATE TABLE memory_links (
+        WHERE changed_by <> 'person' AND agent_id IS NULL;
+        CREATE TABLE IF NOT EXISTS memory_links (
             newer_id INTEGER NOT NULL,
             older_id INTEGER NOT NULL,
             created_at TEXT NOT NULL,
             PRIMARY KEY (newer_id, older_id)
         ) WITHOUT ROWID;
-        CREATE INDEX memory_links_older ON memory_links(older_id, newer_id);
+        CREATE INDEX IF NOT EXISTS memory_links_older ON memory_links(older_id, newer_id);
         """
     )
 
