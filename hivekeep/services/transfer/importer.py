@@ -364,7 +364,7 @@ def _versions(
 ) -> list[MemoryVersion]:
     """An exported history as this hive's versions. An export names no writer per version, so
     each is the memory's owner's (``owner``), but a person's: a ``merge`` another agent's write
-    made is attributed to the owner after an import (docs/transfer.md)."""
+    made is attributed to the owner after an import (docs/storage.md)."""
     return [
         MemoryVersion(
             memory_id,

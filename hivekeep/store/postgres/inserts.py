@@ -76,9 +76,11 @@ _INSERT = (
 _NEIGHBOURS = (
     "SELECT id, content, embedding <=> %(q)s::vector AS distance FROM memories "
     "WHERE embedding IS NOT NULL AND (agent_id = %(author)s OR scope = 'shared') "
-    "AND subject_key = %(subject)s "
-    "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s"
+    "AND subject_key = %(subject)s ORDER BY {order} LIMIT %(k)s"
 )
+_WALK = _NEIGHBOURS.format(order="embedding <=> %(q)s::vector")
+# ``+ 0``: not the HNSW index's ordering, so never a walk: the rows come by the subject indexes
+_EXACT = _NEIGHBOURS.format(order="(embedding <=> %(q)s::vector) + 0, id")
 
 
 @dataclass
@@ -242,24 +244,26 @@ def _neighbours_before(
     ).fetchone()
     assert row is not None
     cursors = {}
+    groups = {(writes[i].memory.agent_id, subject_key(writes[i].memory.subject)) for i in asked}
     with conn.pipeline():
-        for author in sorted({writes[i].memory.agent_id for i in asked}):
+        for author, subject in sorted(groups):
             # The planner prices a cosine distance like an addition, so up to some ten thousand
             # visible rows it sorts them all exactly rather than walk HNSW (6 ms at 3,000 rows,
-            # growing, against 1.5 ms). An author who sees more than EXACT_LIMIT rows gets the
-            # walk; one who sees fewer keeps the exact sort (an HNSW walk could spend its
-            # ``max_scan_tuples`` on other agents' rows and miss a duplicate).
-            walk = "off" if _visible(conn, author) > EXACT_LIMIT else row[1]
+            # growing, against 1.5 ms). An author who sees more than EXACT_LIMIT rows of the
+            # subject gets the walk; one who sees fewer gets the exact sort, always: a walk
+            # filtered to a subject of a few rows goes on to ``max_scan_tuples`` before it
+            # gives up, and could spend them on other rows and miss a duplicate.
+            walk = _visible(conn, author, subject) > EXACT_LIMIT
             conn.execute(
                 "SELECT set_config('enable_bitmapscan', %s, true), "
                 "set_config('enable_seqscan', %s, true)",
-                (walk, "off" if walk == "off" else row[2]),
+                ("off", "off") if walk else (row[1], row[2]),
             )
             for i in asked:
-                if writes[i].memory.agent_id == author:
-                    subject = subject_key(writes[i].memory.subject)
+                memory = writes[i].memory
+                if (memory.agent_id, subject_key(memory.subject)) == (author, subject):
                     cursors[i] = conn.execute(
-                        _NEIGHBOURS,
+                        _WALK if walk else _EXACT,
                         {"q": literals[i], "author": author, "subject": subject, "k": NEIGHBOURS},
                     )
     found = {}
@@ -277,12 +281,15 @@ def _neighbours_before(
     return found
 
 
-def _visible(conn: Connection, author: int) -> int:
-    """How many rows the author sees (two b-tree counts)."""
+def _visible(conn: Connection, author: int, subject: str) -> int:
+    """How many rows of the subject the author sees, counted up to ``EXACT_LIMIT + 1`` (two
+    bounded b-tree counts)."""
     row = conn.execute(
-        "SELECT (SELECT count(*) FROM memories WHERE agent_id = %s) "
-        "+ (SELECT count(*) FROM memories WHERE scope = 'shared' AND agent_id IS DISTINCT FROM %s)",
-        (author, author),
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE agent_id = %(a)s "
+        "AND subject_key = %(s)s LIMIT %(cap)s) own) + (SELECT count(*) FROM (SELECT 1 "
+        "FROM memories WHERE scope = 'shared' AND subject_key = %(s)s "
+        "AND agent_id IS DISTINCT FROM %(a)s LIMIT %(cap)s) shared)",
+        {"a": author, "s": subject, "cap": EXACT_LIMIT + 1},
     ).fetchone()
     return int(row[0]) if row else 0
 

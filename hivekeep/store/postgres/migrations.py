@@ -286,7 +286,8 @@ def m003_history_and_trash(conn: Connection) -> None:
 def m004_merges_and_links(conn: Connection) -> None:
     """As SQLite's migration 8: ``memory_versions.agent_id`` (the agent whose write made a
     version; NULL for a person's) and ``memory_links`` (newer id -> older id, no foreign keys:
-    a trashed memory keeps its links, a purge removes them)."""
+    a trashed memory keeps its links, a purge removes them); and the indexes by which a dedup
+    lookup, now within one subject, counts and reads the author's rows of that subject."""
     for statement in (
         "ALTER TABLE memory_versions ADD COLUMN agent_id bigint",
         """UPDATE memory_versions v SET agent_id = coalesce(
@@ -300,6 +301,9 @@ def m004_merges_and_links(conn: Connection) -> None:
             PRIMARY KEY (newer_id, older_id)
         )""",
         "CREATE INDEX memory_links_older ON memory_links (older_id, newer_id)",
+        # what a dedup lookup counts and reads: one author's rows of a subject, shared ones
+        "CREATE INDEX memories_agent_subject ON memories (agent_id, subject_key)",
+        "CREATE INDEX memories_shared_subject ON memories (subject_key) WHERE scope = 'shared'",
     ):
         conn.execute(statement)  # our own fixed text
 
