@@ -261,3 +261,37 @@ def test_a_purge_takes_the_links_with_it(store: Store, agents: tuple[int, int]) 
     assert _links(store) == 0
     assert store.newer_memories(alice, [old]) == {}
     assert bobs.memory.id not in store.fetch_memories(alice, [bobs.memory.id])
+
+
+@pytest.mark.slow
+def test_subject_lookups_hold_in_a_large_hive(store: Store, agents: tuple[int, int]) -> None:
+    """Past 2,000 visible rows of a subject PostgreSQL walks HNSW, below it sorts them exactly:
+    both find the restatement, whichever the author's other subjects hold."""
+    alice, _ = agents
+    base = vec("kyoto")
+    crowd = np.random.default_rng(3).standard_normal((2_500, base.shape[0])).astype(np.float32)
+    filler = [
+        _write(alice, f"Filler note {n}.", row / np.linalg.norm(row), subject="crowd")
+        for n, row in enumerate(crowd)
+    ]
+    twins = [  # closer than the restatement, about the same subject, another fact
+        _write(alice, f"The bus to Osaka leaves on 5 July, seat {n}.", vector, subject="crowd")
+        for n, vector in enumerate(with_cosine(base, 0.99, f"t{n}") for n in range(5))
+    ]
+    store.insert_memories(filler + twins, dedup=DedupRule(threshold=2.0))
+    restated = "The flight to Kyoto is on 3 June."
+    few, many = _insert(
+        store,
+        _write(alice, restated, with_cosine(base, 0.93, "f"), subject="Ann"),
+        _write(alice, restated, with_cosine(base, 0.93, "m"), subject="crowd"),
+    )
+    assert not few.duplicate and not many.duplicate
+    found = _insert(
+        store,
+        _write(alice, "The flight to Kyoto is on 3 June", base, subject="ann"),
+        _write(alice, "The flight to Kyoto is on 3 June", base, subject="Crowd"),
+    )
+    assert [(r.duplicate, r.memory.id) for r in found] == [
+        (True, few.memory.id),
+        (True, many.memory.id),
+    ]
