@@ -245,7 +245,8 @@ class _BatchNeighbours:
         self._inverse_norms = np.empty(len(queries), dtype=np.float32)
         self._ids = np.empty(len(queries), dtype=np.int64)
         self._audiences = np.empty(len(queries), dtype=np.int64)
-        self._subjects: list[str] = []  # the subject key of each inserted row
+        self._subjects = np.empty(len(queries), dtype=np.int64)  # each inserted row's subject
+        self._subject_codes: dict[str, int] = {}  # subject key -> the code in ``_subjects``
 
     def of(self, index: int) -> list[tuple[int, float]]:
         write = self._writes[index]
@@ -261,8 +262,8 @@ class _BatchNeighbours:
             scores *= self._inverse_norms[:count] / np.sqrt(query @ query)
             audiences = self._audiences[:count]
             visible = (audiences == write.memory.agent_id) | (audiences == 0)
-            subject = subject_key(write.memory.subject)
-            same = np.fromiter((s == subject for s in self._subjects), dtype=bool, count=count)
+            code = self._subject_codes.get(subject_key(write.memory.subject), -1)
+            same = self._subjects[:count] == code
             for slot in np.flatnonzero(visible & same & (scores >= self._floor)):
                 close.append((int(self._ids[slot]), float(scores[slot])))
         return sorted(close, key=lambda row: (-row[1], row[0]))[: self._k]
@@ -275,5 +276,6 @@ class _BatchNeighbours:
         self._inverse_norms[self._count] = 1.0 / np.sqrt(self._vectors[self._count] @ vector)
         self._ids[self._count] = memory.id
         self._audiences[self._count] = audience(memory.agent_id, memory.scope)
-        self._subjects.append(subject_key(memory.subject))
+        codes = self._subject_codes
+        self._subjects[self._count] = codes.setdefault(subject_key(memory.subject), len(codes))
         self._count += 1
