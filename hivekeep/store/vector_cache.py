@@ -362,21 +362,20 @@ class VectorCache:
         """For each (viewer id, subject key, vector): up to ``k`` visible rows of that subject
         with cosine >= ``floor``, best first, ties by smaller id.
 
-        One matrix product per viewer, subject and audience, for a whole batch of inserts (dedup).
+        One matrix product per viewer and audience, for a whole batch of inserts (dedup); each
+        query's subject masks its own row of scores.
         """
         close: list[list[tuple[int, float]]] = [[] for _ in queries]
         if self._dimension is None:
             return close
-        groups: dict[tuple[int, str], list[int]] = {}
-        for index, (viewer_id, subject, _) in enumerate(queries):
-            groups.setdefault((viewer_id, subject), []).append(index)
-        for (viewer_id, subject), indexes in groups.items():
-            code = self._subjects.get(subject)
-            if code is None:
-                continue  # no cached row has that subject
+        by_viewer: dict[int, list[int]] = {}
+        for index, (viewer_id, _, _) in enumerate(queries):
+            by_viewer.setdefault(viewer_id, []).append(index)
+        for viewer_id, indexes in by_viewer.items():
             block = np.stack([self._query(queries[i][2]) for i in indexes])
+            subjects = [self._subjects.get(queries[i][1], -1) for i in indexes]
             for matrix in self._audiences(viewer_id):
-                rows_of = matrix.close_rows(block, floor, k, code)
+                rows_of = matrix.close_rows(block, floor, k, subjects)
                 for index, rows in zip(indexes, rows_of, strict=True):
                     close[index] += rows
         return [sorted(rows, key=lambda row: (-row[1], row[0]))[:k] for rows in close]

@@ -15,6 +15,7 @@ compute-bound, so that product does go to BLAS.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -156,10 +157,11 @@ class Matrix:
         return ids, scores
 
     def close_rows(
-        self, queries: Floats, floor: float, k: int, subject: int | None = None
+        self, queries: Floats, floor: float, k: int, subjects: Sequence[int] | None = None
     ) -> list[list[tuple[int, float]]]:
         """Per query: up to ``k`` rows of cosine >= ``floor`` as (id, cosine), best first, ties
-        by smaller id; with ``subject`` (a subject code), rows of that subject only.
+        by smaller id; with ``subjects`` (a subject code per query, -1 for one no row has), rows
+        of the query's subject only.
 
         Queries are compared in blocks, one matrix product each (dedup of a batch of inserts).
         The subject is applied to the scores, so other subjects' rows never take a place.
@@ -168,15 +170,16 @@ class Matrix:
         found: list[list[tuple[int, float]]] = []
         step = max(1, min(len(queries), SCORE_BLOCK // max(size, 1)))
         ids = self._ids[:size]
-        same = None if subject is None else self._subjects[:size] == subject
         for start in range(0, len(queries), step):
             block = queries[start : start + step]
             scores = block @ self._vectors[:size].T
             scores *= self._inverse_norms[:size]
             scores *= _inverse_norms(block)[:, None]
-            for row in scores:
+            for offset, row in enumerate(scores):
                 passing = row >= floor
-                close = np.flatnonzero(passing if same is None else passing & same)
+                if subjects is not None:
+                    passing &= self._subjects[:size] == subjects[start + offset]
+                close = np.flatnonzero(passing)
                 order = np.lexsort((ids[close], -row[close]))[:k]
                 found.append([(int(ids[close[i]]), float(row[close[i]])) for i in order])
         return found
