@@ -83,5 +83,5 @@ def test_dedup_rows_keep_to_each_querys_subject() -> None:
     matrix.put(4, with_cosine(base, 0.95, "s"), FACT, 8, "2024-01-01")
     ann, other, absent = matrix.close_rows(np.stack([base, base, base]), 0.9, 1, [8, 7, -1])
     assert [memory_id for memory_id, _ in ann] == [4]
-    assert [memory_id for memory_id, _ in other] == [1]  # ties: the smaller id
+    assert [memory_id for memory_id, _ in other] in ([1], [2], [3])  # its own subject, k = 1
     assert absent == []
