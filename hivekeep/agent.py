@@ -185,8 +185,9 @@ class Agent:
         )
 
     def memory(self, memory_id: int) -> MemoryRecord:
-        """One memory this agent can see: its own, or another agent's shared one."""
-        return self._services.store.get_memory(check_id(memory_id), self.id)
+        """One memory this agent can see: its own, or another agent's shared one (``newer``:
+        the later near-twin it may be outdated by, when the agent can see one)."""
+        return self._services.archive.get(self.id, check_id(memory_id))
 
     def memorize(
         self,

@@ -30,7 +30,7 @@ from hivekeep.services.recall import RecallResult
 from hivekeep.services.review import Review
 from hivekeep.store.base import KEEP, MemoryRecord, ProfileRecord, _Keep
 from hivekeep.types import Category, Scope
-from hivekeep.views import memory_view, similar_view
+from hivekeep.views import memory_view, merged_view, similar_view
 
 log = logging.getLogger(__name__)
 
@@ -220,6 +220,7 @@ def _memorize(agent: ToolAgent, args: MemorizeArgs) -> dict[str, Any]:
         "subject": memory.subject,
         "scope": memory.scope.value,
         "duplicate": written.duplicate,
+        **merged_view(memory, written.merged_version),
         **({"similar": [similar_view(m) for m in written.similar]} if written.similar else {}),
     }
 

@@ -56,3 +56,4 @@ class Operation(StrEnum):
     REWRITE = "rewrite"  # a profile: the maintenance call's rewrite
     REGENERATE = "regenerate"  # a profile: rebuilt from the archive (bootstrap included)
     IMPORT = "import"  # replaced by an import
+    MERGE = "merge"  # a write judged a duplicate of the memory: the text it carried, kept

@@ -53,6 +53,12 @@ def memory_view(
     if match is not None:
         view["match"] = match
         view["found_by"] = list(found_by)
+    if memory.newer is not None:  # a later near-twin: this fact may have changed (SPEC 4.1)
+        view["newer"] = {
+            "id": memory.newer.id,
+            "content": memory.newer.content,
+            "created_at": memory.newer.created_at,
+        }
     return view
 
 
@@ -100,6 +106,21 @@ def deletion_preview(name: str, has: AgentFootprint) -> str:
         f"Kept: its {_count(has.shared_memories, 'shared memory')}, recallable by every agent "
         f"as shared by {name} (deleted)."
     )
+
+
+def merged_view(memory: MemoryRecord, merged_version: int | None) -> dict[str, Any]:
+    """What became of a duplicate write's text (SPEC 4.1: kept in the history of ``memory``,
+    the one it merged into): ``merged_as_version`` and a note; nothing when no version was
+    written (a stored write, or the memory's current text repeated)."""
+    if merged_version is None:
+        return {}
+    return {
+        "merged_as_version": merged_version,
+        "note": (
+            f"Your text was kept as version {merged_version} in the history of memory "
+            f"{memory.id}; restoring that version makes it the memory's content."
+        ),
+    }
 
 
 def similar_view(memory: MemoryRecord) -> dict[str, Any]:

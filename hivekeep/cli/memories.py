@@ -94,6 +94,12 @@ def memorize(
         echo_json(result)
     elif result["duplicate"]:
         click.echo(f"Already known as memory {result['id']} (duplicate).")
+        if "merged_as_version" in result:
+            echo(
+                f"  Your text is kept as version {result['merged_as_version']} of its history "
+                f"(`hivekeep restore --agent {agent_key} {result['id']} --version "
+                f"{result['merged_as_version']}` makes it current)."
+            )
     else:
         click.echo(f"Saved memory {result['id']}.")
         for similar in result.get("similar", []):
@@ -145,6 +151,8 @@ def recall(
     for rank, memory in enumerate(result["memories"], start=1):
         echo(heading(memory, rank))
         echo(f"   {memory['content']}")
+        if newer := memory.get("newer"):
+            echo(f"  ↳ newer: #{newer['id']} ({newer['created_at'][:10]}) {newer['content']}")
 
 
 def heading(memory: dict[str, Any], rank: int | None = None) -> str:

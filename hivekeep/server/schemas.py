@@ -75,6 +75,14 @@ class TokenCount(BaseModel):
 
 
 # memories ---------------------------------------------------------------------------------------
+class NewerMemory(BaseModel):
+    """The newest later near-twin of a memory (``memory_view``'s ``newer``)."""
+
+    id: int
+    content: str
+    created_at: str
+
+
 class MemoryOut(BaseModel):
     """``memory_view``: optional keys are left out (not null) when they do not apply."""
 
@@ -108,6 +116,11 @@ class MemoryOut(BaseModel):
         default=None,
         description="Search results only: the arms that found it: 'vector' (meaning), 'text' "
         "(every query word), 'text_partial' (some of the words).",
+    )
+    newer: NewerMemory | None = Field(
+        default=None,
+        description="A later near-twin visible to the agent (a write that listed this memory "
+        "as similar): this fact may have changed.",
     )
 
 
@@ -181,6 +194,12 @@ class SimilarMemory(BaseModel):
 class MemoryWritten(BaseModel):
     memory: MemoryOut
     duplicate: bool = Field(description="True: an equivalent memory existed and is returned.")
+    merged_as_version: int | None = Field(
+        default=None,
+        description="A duplicate: the version of the memory's history that keeps the text sent "
+        "(restoring it makes it current); left out when that text was the memory's already.",
+    )
+    note: str | None = Field(default=None, description="Says where a duplicate's text is kept.")
     similar: list[SimilarMemory] = Field(
         default_factory=list,
         description="Close memories already visible (at most 3, left out when none): one may "

@@ -12,6 +12,7 @@ from hivekeep.core.text import clean_text, embedding_text, normalise_text
 from hivekeep.errors import ProviderError, ValidationError
 from hivekeep.events import EventBus
 from hivekeep.services.embedding import EmbeddingService
+from hivekeep.services.newer import with_newer
 from hivekeep.store.base import (
     BY_AGENT,
     KEEP,
@@ -26,6 +27,7 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.rows import first_version
+from hivekeep.store.vector_cache import subject_key
 from hivekeep.types import Actor
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,9 @@ class Memorized:
     memory: MemoryRecord
     duplicate: bool  # True: an equivalent memory already existed and is returned instead
     similar: tuple[MemoryRecord, ...] = ()  # close neighbours of a stored memory (see SPEC 4.1)
+    # a duplicate: the version of ``memory`` that keeps the text this write carried (None: the
+    # text was the memory's current state already); ``restore_memory`` makes it current
+    merged_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +113,7 @@ class ArchiveService:
         for result in inserted:
             if not result.duplicate:
                 self._publish("memory:created", result.memory)
-        return [Memorized(r.memory, r.duplicate, r.similar) for r in inserted]
+        return [Memorized(r.memory, r.duplicate, r.similar, r.merged_version) for r in inserted]
 
     def embed(self, memories: Sequence[NewMemory], *, batch_size: int = 256) -> list[Vector | None]:
         """The vectors ``memorize_many`` would store, one per memory, in batches: None for the
@@ -160,21 +165,27 @@ class ArchiveService:
         of this text would be deduplicated to (the same rule as ``memorize_many``: the same text,
         else the rule over the closest vectors); None when there is none. For a restore, which
         brings back an existing memory rather than inserting one."""
-        found = self.store.find_same_text(viewer_id, normalise_text(content), excluding=excluding)
-        if found is None:
-            vector = self.embeddings.try_embed_one(embedding_text(content, subject))
-            if vector is None:  # the exact-text check stands alone, as for a pending write
-                return None
-            close = [
+        exact = self.store.find_same_text(
+            viewer_id, normalise_text(content), subject, excluding=excluding
+        )
+        close = [] if exact is None else [(exact, 1.0)]  # the same text is judged too
+        vector = self.embeddings.try_embed_one(embedding_text(content, subject))
+        if vector is not None:  # else the exact-text check stands alone, as for a pending write
+            close += [
                 (memory_id, similarity)
                 for memory_id, similarity in self.store.vector_search(
-                    viewer_id, vector, NEIGHBOURS + 1, MemoryFilter()
+                    viewer_id, vector, NEIGHBOURS + 1, MemoryFilter(subject=subject)
                 )
-                if memory_id != excluding and similarity >= self.dedup.floor
+                if memory_id not in (excluding, exact) and similarity >= self.dedup.floor
             ]
-            rows = self.store.fetch_memories(viewer_id, [memory_id for memory_id, _ in close])
-            candidates = [Candidate(i, rows[i].content, score) for i, score in close if i in rows]
-            found = self.dedup.judge(content, candidates).duplicate_of
+        rows = self.store.fetch_memories(viewer_id, [memory_id for memory_id, _ in close])
+        wanted = subject_key(subject)  # a filter of None keeps every subject: compare here
+        candidates = [
+            Candidate(i, rows[i].content, score)
+            for i, score in close
+            if i in rows and subject_key(rows[i].subject) == wanted
+        ]
+        found = self.dedup.judge(content, candidates).duplicate_of
         return None if found is None else self.store.get_memory(found, viewer_id)
 
     def forget(self, agent_id: int, memory_id: int, *, by: Actor = Actor.AGENT) -> None:
@@ -183,10 +194,17 @@ class ArchiveService:
         self.store.delete_memory(memory_id, agent_id, by=by)
         self._publish("memory:deleted", memory)
 
+    def get(self, agent_id: int, memory_id: int) -> MemoryRecord:
+        """One visible memory, pointing at its newer near-twin if there is one."""
+        [memory] = with_newer(self.store, agent_id, [self.store.get_memory(memory_id, agent_id)])
+        return memory
+
     def list(
         self, agent_id: int, filters: MemoryFilter, limit: int, offset: int
     ) -> tuple[list[MemoryRecord], int]:
-        return self.store.list_memories(agent_id, filters, limit, offset)
+        """A page of visible memories, each pointing at its newer near-twin if there is one."""
+        memories, total = self.store.list_memories(agent_id, filters, limit, offset)
+        return with_newer(self.store, agent_id, memories), total
 
     def backfill(
         self, *, limit: int | None = None, batch_size: int = 64, progress: Progress | None = None

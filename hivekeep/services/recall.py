@@ -21,6 +21,7 @@ from hivekeep.core.subjects import about_named
 from hivekeep.errors import ProviderError
 from hivekeep.providers.base import RecallDefaults
 from hivekeep.services.embedding import EmbeddingService, FloatArray
+from hivekeep.services.newer import with_newer
 from hivekeep.store.base import MemoryFilter, MemoryRecord, Store
 
 log = logging.getLogger(__name__)
@@ -195,11 +196,12 @@ class RecallService:
                 lists.append(Ranked(about, weight))
                 fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
         similarity = dict(arms.vector)
+        ranked = [(candidates[i], score) for i, score in fused if i in candidates][:limit]
+        shown = with_newer(self.store, agent_id, [memory for memory, _ in ranked])
         hits = [
-            RecallHit(candidates[i], score, similarity.get(i), _found_by(i, arms))
-            for i, score in fused
-            if i in candidates
-        ][:limit]
+            RecallHit(memory, score, similarity.get(memory.id), _found_by(memory.id, arms))
+            for memory, (_, score) in zip(shown, ranked, strict=True)
+        ]
         if count:
             self.store.mark_retrieved([hit.memory.id for hit in hits])
         return RecallResult(hits, warning)

@@ -108,6 +108,8 @@ class Inserted:
     memory: MemoryRecord
     duplicate: bool
     similar: tuple[MemoryRecord, ...] = ()  # close neighbours of a stored memory, closest first
+    # a duplicate: the version of ``memory`` that keeps the text the write carried (``merge``)
+    merged_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,9 @@ class MemoryRecord:
     created_at: str
     updated_at: str
     embedding_state: EmbeddingState
+    # a later near-twin the viewer can see (a write that listed this one as similar): set by
+    # reads that show it (recall, get, list), from ``Store.newer_memories``
+    newer: MemoryRecord | None = None
 
     @property
     def author_deleted(self) -> bool:
@@ -207,6 +212,8 @@ class MemoryVersion:
     changed_at: str
     changed_by: Actor
     operation: Operation
+    # the agent whose write made this version (None: a person's, or no agent is left)
+    agent_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -293,11 +300,17 @@ class Store(ConversationStore, Protocol):
     def insert_memories(self, writes: Sequence[MemoryWrite], *, dedup: DedupRule) -> list[Inserted]:
         """Insert each memory unless a duplicate is visible to its author, in one transaction.
 
-        Returns one ``Inserted`` per write, in order. Duplicate: the same ``text_key`` among the
-        author's visible memories, else what ``dedup.judge`` picks among the ``NEIGHBOURS``
-        closest visible vectors at or above ``dedup.floor`` — memories inserted earlier in the
-        same call included. A stored memory carries the neighbours the rule chose to show. A
-        write with ``vector`` None is stored as pending (found by full text, backfilled later).
+        Returns one ``Inserted`` per write, in order. Only memories with the same subject are
+        candidates (``subject_key``: trimmed and case-folded; no subject matches only no
+        subject). Duplicate: the same ``text_key`` among the author's visible memories of that
+        subject, else what ``dedup.judge`` picks among the ``NEIGHBOURS`` closest of them at or
+        above ``dedup.floor`` — memories inserted earlier in the same call included.
+
+        A duplicate keeps the text it carried as a ``merge`` version of the memory it matched
+        (``merged_version``; not repeated when the newest version is already the same merge by
+        the same writer). A stored memory carries the neighbours the rule chose to show, and is
+        linked to each as their newer near-twin (``newer_memories``). A write with ``vector``
+        None is stored as pending (found by full text, backfilled later).
         """
         ...
 
@@ -305,9 +318,17 @@ class Store(ConversationStore, Protocol):
         """A memory the viewer can see; raises NotFound otherwise."""
         ...
 
-    def find_same_text(self, viewer_id: int, text_key: str, *, excluding: int = 0) -> int | None:
+    def find_same_text(
+        self, viewer_id: int, text_key: str, subject: str | None, *, excluding: int = 0
+    ) -> int | None:
         """The oldest memory visible to the viewer, other than ``excluding``, with this
-        ``text_key``: the exact-duplicate check of ``insert_memories``, for a restore."""
+        ``text_key`` and subject: the exact-duplicate check of ``insert_memories``, for a
+        restore."""
+        ...
+
+    def newer_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        """For each of ``ids`` that has one: the newest live memory the viewer can see that was
+        stored listing it as similar (one query for all ``ids``)."""
         ...
 
     def update_memory(

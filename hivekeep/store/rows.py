@@ -55,11 +55,17 @@ STORED_COLUMNS = (
 )
 VERSION_COLUMNS = (
     "memory_id, version, content, category, subject, importance, scope, changed_at, changed_by, "
-    "operation"
+    "operation, agent_id"
 )
 PROFILE_VERSION_COLUMNS = "agent_id, version, text, tokens, changed_at, changed_by, operation"
 # Who wrote version 1 of a memory that has no recorded versions yet, from its ``source``.
 CREATOR_SQL = "CASE source WHEN 'automatic' THEN 'maintenance' ELSE 'agent' END"
+
+
+def writer(source: Source) -> Actor:
+    """Who makes a write of this source (``CREATOR_SQL`` in Python): the maintenance call for
+    an automatic memory, else the agent."""
+    return Actor.MAINTENANCE if source is Source.AUTOMATIC else Actor.AGENT
 
 
 def described(memory: NewMemory, text_key: str) -> tuple[Any, ...]:
@@ -92,6 +98,7 @@ def version_from_row(row: Sequence[Any]) -> MemoryVersion:
         changed_at=row[7],
         changed_by=Actor(row[8]),
         operation=Operation(row[9]),
+        agent_id=None if row[10] is None else int(row[10]),
     )
 
 
@@ -107,6 +114,7 @@ def version_values(v: MemoryVersion) -> tuple[Any, ...]:
         v.changed_at,
         v.changed_by.value,
         v.operation.value,
+        v.agent_id,
     )
 
 
@@ -126,8 +134,9 @@ def first_version(memory: MemoryRecord) -> MemoryVersion:
         importance=memory.importance,
         scope=memory.scope,
         changed_at=memory.created_at,
-        changed_by=Actor.MAINTENANCE if memory.source is Source.AUTOMATIC else Actor.AGENT,
+        changed_by=writer(memory.source),
         operation=Operation.CREATE,
+        agent_id=memory.agent_id,
     )
 
 

@@ -357,22 +357,25 @@ class VectorCache:
         return found
 
     def close_matches(
-        self, queries: Sequence[tuple[int, Vector]], floor: float, k: int
+        self, queries: Sequence[tuple[int, str, Vector]], floor: float, k: int
     ) -> list[list[tuple[int, float]]]:
-        """For each (viewer id, vector): up to ``k`` visible rows of cosine >= ``floor``, best
-        first, ties by smaller id.
+        """For each (viewer id, subject key, vector): up to ``k`` visible rows of that subject
+        with cosine >= ``floor``, best first, ties by smaller id.
 
-        One matrix product per viewer and audience, for a whole batch of inserts (dedup).
+        One matrix product per viewer and audience, for a whole batch of inserts (dedup); each
+        query's subject masks its own row of scores.
         """
         close: list[list[tuple[int, float]]] = [[] for _ in queries]
         if self._dimension is None:
             return close
         by_viewer: dict[int, list[int]] = {}
-        for index, (viewer_id, _) in enumerate(queries):
+        for index, (viewer_id, _, _) in enumerate(queries):
             by_viewer.setdefault(viewer_id, []).append(index)
         for viewer_id, indexes in by_viewer.items():
-            block = np.stack([self._query(queries[i][1]) for i in indexes])
+            block = np.stack([self._query(queries[i][2]) for i in indexes])
+            subjects = [self._subjects.get(queries[i][1], -1) for i in indexes]
             for matrix in self._audiences(viewer_id):
-                for index, rows in zip(indexes, matrix.close_rows(block, floor, k), strict=True):
+                rows_of = matrix.close_rows(block, floor, k, subjects)
+                for index, rows in zip(indexes, rows_of, strict=True):
                     close[index] += rows
         return [sorted(rows, key=lambda row: (-row[1], row[0]))[:k] for rows in close]

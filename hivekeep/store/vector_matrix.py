@@ -15,6 +15,7 @@ compute-bound, so that product does go to BLAS.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -155,11 +156,15 @@ class Matrix:
             scores, ids = scores[keep], ids[keep]
         return ids, scores
 
-    def close_rows(self, queries: Floats, floor: float, k: int) -> list[list[tuple[int, float]]]:
+    def close_rows(
+        self, queries: Floats, floor: float, k: int, subjects: Sequence[int] | None = None
+    ) -> list[list[tuple[int, float]]]:
         """Per query: up to ``k`` rows of cosine >= ``floor`` as (id, cosine), best first, ties
-        by smaller id.
+        by smaller id; with ``subjects`` (a subject code per query, -1 for one no row has), rows
+        of the query's subject only.
 
         Queries are compared in blocks, one matrix product each (dedup of a batch of inserts).
+        The subject is applied to the scores, so other subjects' rows never take a place.
         """
         size = self._size
         found: list[list[tuple[int, float]]] = []
@@ -170,8 +175,11 @@ class Matrix:
             scores = block @ self._vectors[:size].T
             scores *= self._inverse_norms[:size]
             scores *= _inverse_norms(block)[:, None]
-            for row in scores:
-                close = np.flatnonzero(row >= floor)
+            for offset, row in enumerate(scores):
+                passing = row >= floor
+                if subjects is not None:
+                    passing &= self._subjects[:size] == subjects[start + offset]
+                close = np.flatnonzero(passing)
                 order = np.lexsort((ids[close], -row[close]))[:k]
                 found.append([(int(ids[close[i]]), float(row[close[i]])) for i in order])
         return found

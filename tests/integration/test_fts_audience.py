@@ -37,14 +37,13 @@ def test_version_6_file_gains_the_audience_column(
 ) -> None:
     """m007 rebuilds memory_fts from memories: every row, its words and who may see it."""
 
-    def m006_with_pending_scrubs(conn: object) -> None:  # today's code needs the table
+    def m006_with_later_tables(conn: object) -> None:  # today's code needs migrations 8 and 9
         migrations.m006_history_and_trash(conn)
+        migrations.m008_merges_and_links(conn)
         migrations.m009_pending_scrubs(conn)
 
     monkeypatch.setattr(
-        migrations,
-        "MIGRATIONS",
-        [*migrations.MIGRATIONS[:5], (6, "m6", m006_with_pending_scrubs)],
+        migrations, "MIGRATIONS", [*migrations.MIGRATIONS[:5], (6, "m6", m006_with_later_tables)]
     )
     monkeypatch.setattr(migrations, "LATEST", 6)
     with Hive(db_path, embedder=table, settings=Settings()) as hive:

@@ -127,6 +127,7 @@ def test_version_4_file_gets_ownerless_shared_memories(
     def m004_with_history(conn: object) -> None:  # today's code needs the history tables
         migrations.m004_conversations(conn)
         migrations.m006_history_and_trash(conn)
+        migrations.m008_merges_and_links(conn)
         migrations.m009_pending_scrubs(conn)
 
     monkeypatch.setattr(

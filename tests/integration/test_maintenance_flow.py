@@ -82,7 +82,9 @@ def test_well_formed_reply_adds_updates_and_rewrites(
 
 
 def test_adds_go_through_dedup(hive: Hive, agent: Agent, llm: ScriptedLLM) -> None:
-    archive = [{"op": "add", "content": "ann's sister is called eva", "category": "fact"}]
+    archive = [
+        {"op": "add", "content": "ann's sister is called eva", "category": "fact", "subject": "eva"}
+    ]
     result = compact_with(hive, agent, llm, maintenance_reply(archive, None))
     assert result.memories_added == 0 and len(own_memories(agent)) == 1
 

@@ -75,8 +75,16 @@ def test_memorize_result_and_duplicate(alice: Agent) -> None:
         "scope": "private",
         "duplicate": False,
     }
-    again = alice.call_tool("memorize", {"content": "prefers window seats.", "category": "fact"})
+    again = alice.call_tool(
+        "memorize", {"content": "prefers window seats.", "category": "fact", "subject": "User "}
+    )
     assert again["duplicate"] is True and again["id"] == first["id"]
+    # the text it carried is kept as the next version (version 1: the memory as written)
+    assert again["merged_as_version"] == 2 and "version 2" in again["note"]
+    other = alice.call_tool(
+        "memorize", {"content": "Prefers window seats", "category": "fact", "subject": "Bob"}
+    )
+    assert other["duplicate"] is False  # another subject: another fact
 
 
 def test_update_memory_and_forget(alice: Agent, table_hive: Hive) -> None:

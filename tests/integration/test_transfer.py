@@ -378,7 +378,7 @@ def test_import_merges_into_an_existing_agent(source: Source, target: Hive) -> N
 
 def test_a_duplicate_in_the_target_is_skipped(source: Source, target: Hive) -> None:
     kit = target.create_agent("kit")
-    kit.memorize("Ann dislikes coriander", category="preference")
+    kit.memorize("Ann dislikes coriander", category="preference", subject="ann")
     report = target.import_(source.export)
     assert (report.memories_imported, report.memories_duplicate) == (8, 1)
 

@@ -72,3 +72,16 @@ def test_ties_keep_every_candidate_at_the_cut_and_dedup_orders_them_by_id() -> N
     assert [memory_id for memory_id, _ in close] == [3, 5]  # ties by smaller id, at most k
     assert close[0][1] == pytest.approx(1.0)
     assert far == []
+
+
+def test_dedup_rows_keep_to_each_querys_subject() -> None:
+    """A query's subject masks its own scores: closer rows of another subject take no place."""
+    matrix = Matrix(4)
+    base = unit("base")
+    for memory_id in (1, 2, 3):
+        matrix.put(memory_id, with_cosine(base, 0.99, f"o{memory_id}"), FACT, 7, "2024-01-01")
+    matrix.put(4, with_cosine(base, 0.95, "s"), FACT, 8, "2024-01-01")
+    ann, other, absent = matrix.close_rows(np.stack([base, base, base]), 0.9, 1, [8, 7, -1])
+    assert [memory_id for memory_id, _ in ann] == [4]
+    assert [memory_id for memory_id, _ in other] in ([1], [2], [3])  # its own subject, k = 1
+    assert absent == []

@@ -19,7 +19,7 @@ from hivekeep.server.schemas import (
     SimilarMemory,
 )
 from hivekeep.types import Actor
-from hivekeep.views import memory_view, similar_view
+from hivekeep.views import memory_view, merged_view, similar_view
 
 router = APIRouter(prefix="/agents/{agent}/memories", tags=["memories"])
 # a person acting on the hive, not as any agent (the web UI's delete button on shared memories)
@@ -92,10 +92,12 @@ def create_memory(agent: AgentDep, body: NewMemoryBody, response: Response) -> M
     if written.duplicate:
         response.status_code = 200
     similar = [SimilarMemory(**similar_view(m)) for m in written.similar]
+    # merged_as_version and similar are left out when none, as in the tool
+    extra = merged_view(written.memory, written.merged_version)
+    if similar:
+        extra["similar"] = similar
     return MemoryWritten(
-        memory=_out(memory_view(written.memory, agent.id)),
-        duplicate=written.duplicate,
-        **({"similar": similar} if similar else {}),  # left out when none, as in the tool
+        memory=_out(memory_view(written.memory, agent.id)), duplicate=written.duplicate, **extra
     )
 
 

@@ -313,13 +313,15 @@ class _Run:
             if self.reuse and line.vector
             else self.fresh.pop(number, None)
         )
+        memory = self._memory(line)
         memory_id = self.store.put_trashed_memory(
-            self._memory(line), vector, deleted_at=line.deleted_at, deleted_by=line.deleted_by
+            memory, vector, deleted_at=line.deleted_at, deleted_by=line.deleted_by
         )
         if memory_id is None:
             self.report.trashed_skipped += 1
             return
-        self.store.put_memory_versions(memory_id, _versions(memory_id, line.history or []))
+        owner = None if memory.agent_id == PERSON else memory.agent_id
+        self.store.put_memory_versions(memory_id, _versions(memory_id, owner, line.history or []))
         self.report.trashed_imported += 1
 
     def _conversation(self, block: Block) -> None:
@@ -364,7 +366,10 @@ class _Run:
                 continue
             # the file's history as it was, or (none in the file) version 1 written by the import
             memory = result.memory
-            versions = _versions(memory.id, m.history) if m.history else [_imported(memory)]
+            history = m.history
+            versions = (
+                _versions(memory.id, memory.agent_id, history) if history else [_imported(memory)]
+            )
             self.store.put_memory_versions(memory.id, versions)
             self.report.memories_imported += 1
             if vector is None:
@@ -402,7 +407,12 @@ class _Run:
         )
 
 
-def _versions(memory_id: int, versions: list[MemoryVersionInfo]) -> list[MemoryVersion]:
+def _versions(
+    memory_id: int, owner: int | None, versions: list[MemoryVersionInfo]
+) -> list[MemoryVersion]:
+    """An exported history as this hive's versions. An export names no writer per version, so
+    each is the memory's owner's (``owner``), but a person's: a ``merge`` another agent's write
+    made is attributed to the owner after an import (docs/storage.md)."""
     return [
         MemoryVersion(
             memory_id,
@@ -415,6 +425,7 @@ def _versions(memory_id: int, versions: list[MemoryVersionInfo]) -> list[MemoryV
             v.changed_at,
             v.changed_by,
             v.operation,
+            None if v.changed_by is Actor.PERSON else owner,
         )
         for v in versions
     ]
@@ -433,4 +444,5 @@ def _imported(memory: MemoryRecord) -> MemoryVersion:
         now_timestamp(),
         Actor.IMPORT,
         Operation.CREATE,
+        memory.agent_id,
     )

@@ -48,12 +48,15 @@ _TRASH_MARKS = ", ".join(["%s"] * 18)  # the values after the id of an imported 
 
 
 def forget_agent_history(conn: Connection, agent_id: int) -> None:
-    """``delete_agent`` (before its private memories go): their versions and its trashed private
-    memories go; its trashed shared ones stay, owned by no agent."""
+    """``delete_agent`` (before its private memories go): their versions, links and its trashed
+    private memories go; its trashed shared ones stay, owned by no agent."""
+    gone = (
+        "SELECT id FROM memories WHERE agent_id = %(a)s AND scope = 'private' "
+        "UNION ALL SELECT id FROM memory_trash WHERE agent_id = %(a)s AND scope = 'private'"
+    )
+    conn.execute(f"DELETE FROM memory_versions WHERE memory_id IN ({gone})", {"a": agent_id})
     conn.execute(
-        "DELETE FROM memory_versions WHERE memory_id IN (SELECT id FROM memories "
-        "WHERE agent_id = %(a)s AND scope = 'private' UNION ALL SELECT id FROM memory_trash "
-        "WHERE agent_id = %(a)s AND scope = 'private')",
+        f"DELETE FROM memory_links WHERE newer_id IN ({gone}) OR older_id IN ({gone})",
         {"a": agent_id},
     )
     conn.execute("DELETE FROM memory_trash WHERE agent_id = %s AND scope = 'private'", (agent_id,))
@@ -117,6 +120,10 @@ class HistoryRows:
         )
         erased |= {int(row[0]) for row in trashed.fetchall()}
         conn.execute("DELETE FROM memory_versions WHERE memory_id = ANY(%s)", (list(ids),))
+        conn.execute(
+            "DELETE FROM memory_links WHERE newer_id = ANY(%(ids)s) OR older_id = ANY(%(ids)s)",
+            {"ids": list(ids)},
+        )
         if erased:
             conn.execute(
                 "INSERT INTO pending_scrubs(memory_id, requested_at) "

@@ -28,7 +28,7 @@ from hivekeep.store.base import PERSON, EmbeddingSpace, Inserted, MemoryWrite
 from hivekeep.store.postgres.vectors import checked_vector
 from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
 from hivekeep.store.sql.dialect import Session
-from hivekeep.store.sql.memories import fetch, found_duplicate
+from hivekeep.store.sql.memories import fetch, found_duplicate, link_similar
 from hivekeep.store.vector_cache import subject_key
 
 Connection = psycopg.Connection[TupleRow]
@@ -76,8 +76,11 @@ _INSERT = (
 _NEIGHBOURS = (
     "SELECT id, content, embedding <=> %(q)s::vector AS distance FROM memories "
     "WHERE embedding IS NOT NULL AND (agent_id = %(author)s OR scope = 'shared') "
-    "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s"
+    "AND subject_key = %(subject)s ORDER BY {order} LIMIT %(k)s"
 )
+_WALK = _NEIGHBOURS.format(order="embedding <=> %(q)s::vector")
+# ``+ 0``: not the HNSW index's ordering, so never a walk: the rows come by the subject indexes
+_EXACT = _NEIGHBOURS.format(order="(embedding <=> %(q)s::vector) + 0, id")
 
 
 @dataclass
@@ -88,6 +91,7 @@ class _Kept:
     id: int
     owner: int | None  # the stored agent_id (None: a deleted author's shared memory)
     shared: bool
+    subject: str  # its subject key: only writes of the same subject are judged against it
     has_vector: bool
     values: tuple[Any, ...]
     verdict: Verdict
@@ -99,9 +103,12 @@ def insert_batch(
     authors: Sequence[str],
     space: EmbeddingSpace | None,
     dedup: DedupRule,
+    history_limit: int,
 ) -> list[Inserted]:
     """Judge and write ``writes`` (``authors``: each one's author name) inside the caller's
-    transaction, which holds the insert lock."""
+    transaction, which holds the insert lock. A duplicate's text is kept as a ``merge`` version
+    of the memory it matched (``history_limit``: versions kept); a stored write is linked to
+    the similar memories it lists."""
     conn: Connection = s.conn
     literals = [
         None if w.vector is None or space is None else checked_vector(w.vector, space)
@@ -151,8 +158,8 @@ def insert_batch(
             memory.updated_at or now,
         )
         shared = memory.scope.value == "shared"
-        vector = literal is not None
-        kept.append(_Kept(index, ids[len(kept)], owner, shared, vector, values, verdict))
+        vector, subject = literal is not None, subject_key(memory.subject)
+        kept.append(_Kept(index, ids[len(kept)], owner, shared, subject, vector, values, verdict))
     records = {}
     if kept:
         columns = [list(column) for column in zip(*(k.values for k in kept), strict=True)]
@@ -171,12 +178,14 @@ def insert_batch(
     }
     results: list[Inserted | None] = [None] * len(writes)
     for index, verdict in duplicates.items():
-        results[index] = found_duplicate(s, writes[index].memory.agent_id, verdict)
+        results[index] = found_duplicate(s, writes[index].memory, verdict, history_limit)
+    links = []
     for k in kept:
         seen = found.get(writes[k.index].memory.agent_id, {})
-        results[k.index] = Inserted(
-            records[k.id], False, tuple(seen[i] for i in k.verdict.similar if i in seen)
-        )
+        shown = tuple(seen[i] for i in k.verdict.similar if i in seen)
+        links += [(k.id, m.id) for m in shown]
+        results[k.index] = Inserted(records[k.id], False, shown)
+    link_similar(s, links)
     return [result for result in results if result is not None]
 
 
@@ -197,18 +206,18 @@ def _units(writes: Sequence[MemoryWrite], literals: Sequence[str | None]) -> Sim
 
 def _same_text_before(conn: Connection, writes: Sequence[MemoryWrite]) -> dict[int, int]:
     """Write index -> the oldest memory from before the batch, visible to its author, with the
-    same text key (one statement for the batch)."""
+    same text key and subject (one statement for the batch)."""
     keys = sorted({w.text_key for w in writes})
     rows = conn.execute(
-        "SELECT text_key, agent_id, scope = 'shared', id FROM memories "
+        "SELECT text_key, agent_id, scope = 'shared', id, subject_key FROM memories "
         "WHERE text_key = ANY(%s) ORDER BY id",
         (keys,),
     ).fetchall()
     found: dict[int, int] = {}
     for index, write in enumerate(writes):
-        author = write.memory.agent_id
-        for key, owner, shared, memory_id in rows:
-            if key == write.text_key and (shared or owner == author):
+        author, subject = write.memory.agent_id, subject_key(write.memory.subject)
+        for key, owner, shared, memory_id, row_subject in rows:
+            if key == write.text_key and (shared or owner == author) and row_subject == subject:
                 found[index] = int(memory_id)
                 break
     return found
@@ -220,8 +229,9 @@ def _neighbours_before(
     literals: Sequence[str | None],
     dedup: DedupRule,
 ) -> dict[int, list[Candidate]]:
-    """Write index -> the ``NEIGHBOURS`` closest visible vectors from before the batch at or above
-    the rule's floor: one HNSW statement per write, all sent in one pipeline."""
+    """Write index -> the ``NEIGHBOURS`` closest visible vectors of the write's subject from before
+    the batch at or above the rule's floor: one HNSW statement per write (the subject filtered
+    inside the scan, so other subjects' rows take no place), all sent in one pipeline."""
     if dedup.floor > 1.0 + 1e-6:
         return {}  # a floor no cosine reaches
     asked = [i for i, literal in enumerate(literals) if literal is not None]
@@ -234,23 +244,27 @@ def _neighbours_before(
     ).fetchone()
     assert row is not None
     cursors = {}
+    groups = {(writes[i].memory.agent_id, subject_key(writes[i].memory.subject)) for i in asked}
     with conn.pipeline():
-        for author in sorted({writes[i].memory.agent_id for i in asked}):
+        for author, subject in sorted(groups):
             # The planner prices a cosine distance like an addition, so up to some ten thousand
             # visible rows it sorts them all exactly rather than walk HNSW (6 ms at 3,000 rows,
-            # growing, against 1.5 ms). An author who sees more than EXACT_LIMIT rows gets the
-            # walk; one who sees fewer keeps the exact sort (an HNSW walk could spend its
-            # ``max_scan_tuples`` on other agents' rows and miss a duplicate).
-            walk = "off" if _visible(conn, author) > EXACT_LIMIT else row[1]
+            # growing, against 1.5 ms). An author who sees more than EXACT_LIMIT rows of the
+            # subject gets the walk; one who sees fewer gets the exact sort, always: a walk
+            # filtered to a subject of a few rows goes on to ``max_scan_tuples`` before it
+            # gives up, and could spend them on other rows and miss a duplicate.
+            walk = _visible(conn, author, subject) > EXACT_LIMIT
             conn.execute(
                 "SELECT set_config('enable_bitmapscan', %s, true), "
                 "set_config('enable_seqscan', %s, true)",
-                (walk, "off" if walk == "off" else row[2]),
+                ("off", "off") if walk else (row[1], row[2]),
             )
             for i in asked:
-                if writes[i].memory.agent_id == author:
+                memory = writes[i].memory
+                if (memory.agent_id, subject_key(memory.subject)) == (author, subject):
                     cursors[i] = conn.execute(
-                        _NEIGHBOURS, {"q": literals[i], "author": author, "k": NEIGHBOURS}
+                        _WALK if walk else _EXACT,
+                        {"q": literals[i], "author": author, "subject": subject, "k": NEIGHBOURS},
                     )
     found = {}
     for i, cursor in cursors.items():
@@ -267,12 +281,15 @@ def _neighbours_before(
     return found
 
 
-def _visible(conn: Connection, author: int) -> int:
-    """How many rows the author sees (two b-tree counts)."""
+def _visible(conn: Connection, author: int, subject: str) -> int:
+    """How many rows of the subject the author sees, counted up to ``EXACT_LIMIT + 1`` (two
+    bounded b-tree counts)."""
     row = conn.execute(
-        "SELECT (SELECT count(*) FROM memories WHERE agent_id = %s) "
-        "+ (SELECT count(*) FROM memories WHERE scope = 'shared' AND agent_id IS DISTINCT FROM %s)",
-        (author, author),
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE agent_id = %(a)s "
+        "AND subject_key = %(s)s LIMIT %(cap)s) own) + (SELECT count(*) FROM (SELECT 1 "
+        "FROM memories WHERE scope = 'shared' AND subject_key = %(s)s "
+        "AND agent_id IS DISTINCT FROM %(a)s LIMIT %(cap)s) shared)",
+        {"a": author, "s": subject, "cap": EXACT_LIMIT + 1},
     ).fetchone()
     return int(row[0]) if row else 0
 
@@ -289,10 +306,11 @@ def _judge(
 ) -> Verdict:
     """As a write-by-write insert judges: the oldest visible memory with the same text, else the
     rule over the ``NEIGHBOURS`` closest visible vectors at or above the floor (ties: the
-    smaller id), rows from before the batch and the batch's earlier rows alike."""
+    smaller id), rows from before the batch and the batch's earlier rows alike, of the write's
+    subject only."""
     write = writes[index]
-    author = write.memory.agent_id
-    mine = [k for k in kept if k.shared or k.owner == author]
+    author, subject = write.memory.agent_id, subject_key(write.memory.subject)
+    mine = [k for k in kept if (k.shared or k.owner == author) and k.subject == subject]
     if same_before is not None:
         return Verdict(same_before, ())
     for k in mine:

@@ -283,6 +283,31 @@ def m003_history_and_trash(conn: Connection) -> None:
         conn.execute(statement)  # our own fixed text
 
 
+def m004_merges_and_links(conn: Connection) -> None:
+    """As SQLite's migration 8: ``memory_versions.agent_id`` (the agent whose write made a
+    version; NULL for a person's) and ``memory_links`` (newer id -> older id, no foreign keys:
+    a trashed memory keeps its links, a purge removes them); and the indexes by which a dedup
+    lookup, now within one subject, counts and reads the author's rows of that subject."""
+    for statement in (
+        "ALTER TABLE memory_versions ADD COLUMN agent_id bigint",
+        """UPDATE memory_versions v SET agent_id = coalesce(
+            (SELECT agent_id FROM memories WHERE id = v.memory_id),
+            (SELECT agent_id FROM memory_trash WHERE id = v.memory_id))
+        WHERE changed_by <> 'person'""",
+        """CREATE TABLE memory_links (
+            newer_id bigint NOT NULL,
+            older_id bigint NOT NULL,
+            created_at text COLLATE "C" NOT NULL,
+            PRIMARY KEY (newer_id, older_id)
+        )""",
+        "CREATE INDEX memory_links_older ON memory_links (older_id, newer_id)",
+        # what a dedup lookup counts and reads: one author's rows of a subject, shared ones
+        "CREATE INDEX memories_agent_subject ON memories (agent_id, subject_key)",
+        "CREATE INDEX memories_shared_subject ON memories (subject_key) WHERE scope = 'shared'",
+    ):
+        conn.execute(statement)  # our own fixed text
+
+
 def m005_pending_scrubs(conn: Connection) -> None:
     """As SQLite's migration 9: a purge's pending clean-up (here ``VACUUM`` of the purged tables),
     recorded in the purge's transaction and cleared once it has run."""
@@ -299,7 +324,7 @@ MIGRATIONS: list[Migration] = [
     (1, "initial: agents, memories (full text, vector), conversations, leases", m001_initial),
     (2, "shared memories outlive their author", m002_memories_outlive_authors),
     (3, "versions of memories and profiles, and a trash", m003_history_and_trash),
-    # 4 is reserved for another change of the same round (issue 25)
+    (4, "merged writes kept in history; links to newer near-twins", m004_merges_and_links),
     (5, "purges whose clean-up is pending", m005_pending_scrubs),
 ]
 LATEST = MIGRATIONS[-1][0]

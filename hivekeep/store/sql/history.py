@@ -137,7 +137,7 @@ class VersionRows(SqlRows):
             if not versions or versions[0].operation is not Operation.FORGET:
                 newest = versions[0].version if versions else 0
                 versions.insert(0, forgotten_version(trashed, newest + 1))
-        return [v for v in versions if version_visible(v.scope, author, None, viewer_id)]
+        return [v for v in versions if version_visible(v.scope, author, v.agent_id, viewer_id)]
 
     def list_trash(self, owner_id: int, limit: int, offset: int) -> tuple[list[TrashedMemory], int]:
         where = "scope = 'shared'" if owner_id == PERSON else "agent_id = :owner"
@@ -177,7 +177,7 @@ class VersionRows(SqlRows):
             for v in kept:
                 s.execute(
                     f"INSERT INTO memory_versions({VERSION_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (memory_id, *version_values(v)),
                 )
 

@@ -22,13 +22,14 @@ from hivekeep.store.base import (
     MemoryChanges,
     MemoryFilter,
     MemoryRecord,
+    NewMemory,
     PendingEmbedding,
     Vector,
     _Keep,
 )
 from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
 from hivekeep.store.sql.dialect import Dialect, Session, SqlRows, TextQuery
-from hivekeep.store.sql.versions import latest_version, record_version
+from hivekeep.store.sql.versions import latest_version, record_merge, record_version
 from hivekeep.store.vector_cache import subject_key
 from hivekeep.types import Scope
 
@@ -100,29 +101,71 @@ def fetch(s: Session, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRec
     return {row[0]: memory_from_row(row) for row in rows}
 
 
-def same_text(s: Session, text_key: str, author_id: int, excluding: int = 0) -> int | None:
-    """The oldest memory visible to the author with this text key (the exact-duplicate check),
-    ``excluding`` one (a restore's own memory; 0, no id, excludes none)."""
-    row = s.one(
-        "SELECT id FROM memories WHERE text_key = ? AND id <> ? "
-        "AND (agent_id = ? OR scope = 'shared') ORDER BY id LIMIT 1",
+def same_text(
+    s: Session, text_key: str, author_id: int, subject: str | None, excluding: int = 0
+) -> int | None:
+    """The oldest memory visible to the author with this text key and subject (the
+    exact-duplicate check; subjects compare by ``subject_key``), ``excluding`` one (a restore's
+    own memory; 0, no id, excludes none)."""
+    rows = s.rows(
+        "SELECT id, subject FROM memories "
+        "WHERE text_key = ? AND id <> ? AND (agent_id = ? OR scope = 'shared') ORDER BY id",
         (text_key, excluding, author_id),
     )
-    return None if row is None else int(row[0])
+    wanted = subject_key(subject)
+    return next((int(row[0]) for row in rows if subject_key(row[1]) == wanted), None)
 
 
-def found_duplicate(s: Session, viewer_id: int, verdict: Verdict) -> Inserted | None:
-    """The memory a write duplicates, as ``insert_memories`` gives it back (None: no duplicate)."""
+def found_duplicate(s: Session, write: NewMemory, verdict: Verdict, limit: int) -> Inserted | None:
+    """The memory a write duplicates, as ``insert_memories`` gives it back, with the text the
+    write carried kept in its history (None: no duplicate)."""
     if verdict.duplicate_of is None:
         return None
-    return Inserted(visible(s, verdict.duplicate_of, viewer_id), True)
+    merged = record_merge(s, verdict.duplicate_of, write, limit)
+    return Inserted(visible(s, verdict.duplicate_of, write.agent_id), True, (), merged)
+
+
+def link_similar(s: Session, links: Sequence[tuple[int, int]]) -> None:
+    """Record (newer id, older id) pairs: a stored write and each memory it listed as similar."""
+    now = now_timestamp()
+    for start in range(0, len(links), _LINKS_PER_STATEMENT):
+        chunk = links[start : start + _LINKS_PER_STATEMENT]
+        s.execute(
+            "INSERT INTO memory_links(newer_id, older_id, created_at) VALUES "
+            + ", ".join("(?, ?, ?)" for _ in chunk),
+            [value for newer, older in chunk for value in (newer, older, now)],
+        )
 
 
 def stored(s: Session, viewer_id: int, record: MemoryRecord, verdict: Verdict) -> Inserted:
     """A new memory as ``insert_memories`` gives it back, with the similar ones (visible to
-    its author) it joined."""
+    its author) it joined, each linked to it as to a newer near-twin."""
     similar = fetch(s, viewer_id, verdict.similar)
-    return Inserted(record, False, tuple(similar[i] for i in verdict.similar if i in similar))
+    shown = tuple(similar[i] for i in verdict.similar if i in similar)
+    link_similar(s, [(record.id, m.id) for m in shown])
+    return Inserted(record, False, shown)
+
+
+def newer(s: Session, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+    """``Store.newer_memories``: one query over the links of every id."""
+    if not ids:
+        return {}
+    among, params = s.dialect.any_of("l.older_id", ids)
+    rows = s.rows(
+        f"SELECT l.older_id, {_LINKED_COLUMNS} FROM memory_links l "
+        "JOIN memories m ON m.id = l.newer_id "
+        f"WHERE {among} AND (m.agent_id = ? OR m.scope = 'shared') "
+        "ORDER BY m.created_at DESC, m.id DESC",
+        [*params, viewer_id],
+    )
+    found: dict[int, MemoryRecord] = {}
+    for row in rows:
+        found.setdefault(int(row[0]), memory_from_row(row[1:]))
+    return found
+
+
+_LINKS_PER_STATEMENT = 1000  # 3,000 bound values: well under SQLite's 32,766
+_LINKED_COLUMNS = ", ".join(f"m.{column.strip()}" for column in MEMORY_COLUMNS.split(","))
 
 
 class MemoryRows(SqlRows):
@@ -199,9 +242,15 @@ class MemoryRows(SqlRows):
         with self._reading() as s:
             return fetch(s, viewer_id, ids)
 
-    def find_same_text(self, viewer_id: int, text_key: str, *, excluding: int = 0) -> int | None:
+    def find_same_text(
+        self, viewer_id: int, text_key: str, subject: str | None, *, excluding: int = 0
+    ) -> int | None:
         with self._reading() as s:
-            return same_text(s, text_key, viewer_id, excluding)
+            return same_text(s, text_key, viewer_id, subject, excluding)
+
+    def newer_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        with self._reading() as s:
+            return newer(s, viewer_id, ids)
 
     def list_memories(
         self, viewer_id: int, filters: MemoryFilter, limit: int, offset: int

@@ -139,8 +139,8 @@ class HistoryRows:
 
     # purge ------------------------------------------------------------------------------------
     def _erase(self, conn: Any, ids: Sequence[int]) -> int:
-        """Delete the memories' rows, trash rows, versions and vectors, and record a pending
-        scrub of each one erased (in the transaction)."""
+        """Delete the memories' rows, trash rows, versions, links and vectors, and record a
+        pending scrub of each one erased (in the transaction)."""
         erased = 0
         now = now_timestamp()
         for memory_id in ids:
@@ -149,6 +149,7 @@ class HistoryRows:
             conn.execute("DELETE FROM memory_trash WHERE id = ?", (memory_id,))
             found = bool(erased_live or conn.changes())
             conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+            _unlink(conn, memory_id)
             if erased_live:
                 self._index.delete(memory_id)
             if found:
@@ -292,7 +293,15 @@ class HistoryRows:
         ]
         for memory_id in [*private_ids, *trashed]:
             conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+            _unlink(conn, memory_id)
         conn.execute(
             "DELETE FROM memory_trash WHERE agent_id = ? AND scope = 'private'", (agent_id,)
         )
         conn.execute("UPDATE memory_trash SET agent_id = NULL WHERE agent_id = ?", (agent_id,))
+
+
+def _unlink(conn: Any, memory_id: int) -> None:
+    """A memory that goes for good takes its links to newer and older near-twins with it."""
+    conn.execute(
+        "DELETE FROM memory_links WHERE newer_id = ? OR older_id = ?", (memory_id, memory_id)
+    )

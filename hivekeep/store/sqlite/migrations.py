@@ -389,6 +389,35 @@ def m007_fts_audience(conn: Connection) -> None:
     )
 
 
+def m008_merges_and_links(conn: Connection) -> None:
+    """Dedup that keeps what it merges, and points old facts at newer ones (issue 24).
+
+    ``memory_versions.agent_id``: the agent whose write made a version (NULL for a person's, or
+    when no agent is left); the versions already kept get their memory's owner unless a person
+    wrote them. ``memory_links``: a stored write that listed older memories as ``similar``
+    links to each (newer id -> older id); no foreign keys, as a trashed memory keeps its links
+    (a purge removes them). Idempotent, as m006, for the tests that build older files with it in.
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memory_versions)")}
+    if "agent_id" not in columns:
+        conn.execute("ALTER TABLE memory_versions ADD COLUMN agent_id INTEGER")
+    conn.execute(
+        """
+        UPDATE memory_versions SET agent_id = coalesce(
+            (SELECT agent_id FROM memories WHERE id = memory_id),
+            (SELECT agent_id FROM memory_trash WHERE id = memory_id))
+        WHERE changed_by <> 'person' AND agent_id IS NULL;
+        CREATE TABLE IF NOT EXISTS memory_links (
+            newer_id INTEGER NOT NULL,
+            older_id INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (newer_id, older_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS memory_links_older ON memory_links(older_id, newer_id);
+        """
+    )
+
+
 def m009_pending_scrubs(conn: Connection) -> None:
     """``pending_scrubs``: a purge whose clean-up has not completed (docs/memory.md, "Purge").
 
@@ -413,7 +442,7 @@ MIGRATIONS: list[Migration] = [
     (5, "shared memories outlive their author", m005_memories_outlive_authors),
     (6, "versions of memories and profiles, and a trash", m006_history_and_trash),
     (7, "full-text audience column", m007_fts_audience),
-    # 8 is reserved for another change of the same round (issue 25)
+    (8, "merged writes kept in history; links to newer near-twins", m008_merges_and_links),
     (9, "purges whose clean-up is pending", m009_pending_scrubs),
 ]
 LATEST = MIGRATIONS[-1][0]

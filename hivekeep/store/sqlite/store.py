@@ -172,7 +172,7 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
                 memory = write.memory
                 author = author_of(memory, authors, self.get_agent)
                 verdict = self._judge(conn, write, neighbours.of(index), dedup)
-                duplicate = found_duplicate(self._session, memory.agent_id, verdict)
+                duplicate = found_duplicate(self._session, memory, verdict, self.history_limit)
                 if duplicate is not None:
                     results.append(duplicate)
                     continue
@@ -200,9 +200,10 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
     def _judge(
         self, conn: Any, write: MemoryWrite, close: list[tuple[int, float]], dedup: DedupRule
     ) -> Verdict:
-        """The same text among the author's visible memories, else the rule over the closest."""
+        """The same text among the author's visible memories of its subject, else the rule over
+        the closest of them."""
         viewer = write.memory.agent_id
-        duplicate = same_text(self._session, write.text_key, viewer)
+        duplicate = same_text(self._session, write.text_key, viewer, write.memory.subject)
         if duplicate is not None:
             return Verdict(duplicate, ())
         found = self.fetch_memories(viewer, [memory_id for memory_id, _ in close])

@@ -32,8 +32,6 @@ from hivekeep.store.vector_cache import (
     subject_key,
 )
 
-NO_FILTER = MemoryFilter()
-
 
 def encode_vector(vector: Vector) -> bytes:
     """Little-endian float32 bytes, the format sqlite-vec reads."""
@@ -45,7 +43,8 @@ class Neighbours(Protocol):
 
     def of(self, index: int) -> list[tuple[int, float]]:
         """Up to ``k`` (memory id, cosine) at or above the floor for write ``index``, best first,
-        ties by smaller id; the batch's earlier inserts included."""
+        ties by smaller id, among the memories of its subject (``subject_key``); the batch's
+        earlier inserts included."""
         ...
 
     def inserted(self, index: int, memory: MemoryRecord) -> None:
@@ -215,7 +214,8 @@ class _SearchNeighbours:
         write = self._writes[index]
         if write.vector is None:
             return []
-        hits = self._index.search(write.memory.agent_id, write.vector, self._k, NO_FILTER)
+        same = MemoryFilter(subject=subject_key(write.memory.subject))  # "": no subject
+        hits = self._index.search(write.memory.agent_id, write.vector, self._k, same)
         return [hit for hit in hits if hit[1] >= self._floor]
 
     def inserted(self, index: int, memory: MemoryRecord) -> None:
@@ -223,8 +223,9 @@ class _SearchNeighbours:
 
 
 class _BatchNeighbours:
-    """The whole batch against the cached rows in one matrix product per author, then each write
-    against the batch's earlier inserts (a small matrix, grown as rows are inserted).
+    """The whole batch against the cached rows in one matrix product per author and subject, then
+    each write against the batch's earlier inserts of its subject (a small matrix, grown as rows
+    are inserted).
     """
 
     def __init__(self, cache: VectorCache, writes: Sequence[MemoryWrite], floor: float, k: int):
@@ -233,7 +234,7 @@ class _BatchNeighbours:
         self._floor = floor
         self._k = k
         queries = {
-            i: (w.memory.agent_id, w.vector)
+            i: (w.memory.agent_id, subject_key(w.memory.subject), w.vector)
             for i, w in enumerate(writes)
             if w.vector is not None and cache.fits(w.vector)
         }
@@ -244,6 +245,8 @@ class _BatchNeighbours:
         self._inverse_norms = np.empty(len(queries), dtype=np.float32)
         self._ids = np.empty(len(queries), dtype=np.int64)
         self._audiences = np.empty(len(queries), dtype=np.int64)
+        self._subjects = np.empty(len(queries), dtype=np.int64)  # each inserted row's subject
+        self._subject_codes: dict[str, int] = {}  # subject key -> the code in ``_subjects``
 
     def of(self, index: int) -> list[tuple[int, float]]:
         write = self._writes[index]
@@ -259,7 +262,9 @@ class _BatchNeighbours:
             scores *= self._inverse_norms[:count] / np.sqrt(query @ query)
             audiences = self._audiences[:count]
             visible = (audiences == write.memory.agent_id) | (audiences == 0)
-            for slot in np.flatnonzero(visible & (scores >= self._floor)):
+            code = self._subject_codes.get(subject_key(write.memory.subject), -1)
+            same = self._subjects[:count] == code
+            for slot in np.flatnonzero(visible & same & (scores >= self._floor)):
                 close.append((int(self._ids[slot]), float(scores[slot])))
         return sorted(close, key=lambda row: (-row[1], row[0]))[: self._k]
 
@@ -271,4 +276,6 @@ class _BatchNeighbours:
         self._inverse_norms[self._count] = 1.0 / np.sqrt(self._vectors[self._count] @ vector)
         self._ids[self._count] = memory.id
         self._audiences[self._count] = audience(memory.agent_id, memory.scope)
+        codes = self._subject_codes
+        self._subjects[self._count] = codes.setdefault(subject_key(memory.subject), len(codes))
         self._count += 1
