@@ -331,5 +331,5 @@ class DedupRule:
                 tokens, canonical(candidate.content)
             ):
                 return Verdict(candidate.id, ())
-        close = [c.id for c in ranked if c.similarity >= self.similar_threshold]
+        close = list(dict.fromkeys(c.id for c in ranked if c.similarity >= self.similar_threshold))
         return Verdict(None, tuple(close[:MAX_SIMILAR]))

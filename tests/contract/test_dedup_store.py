@@ -155,8 +155,10 @@ def test_another_writers_merge_is_attributed_to_it(store: Store, agents: tuple[i
         store, _write(bob, "the office opens at nine!", with_cosine(base, 0.96, "b"))
     )
     assert merged.duplicate and merged.memory.id == shared and merged.merged_version == 2
-    [kept, _] = store.memory_history(shared, alice)
+    [kept, _] = store.memory_history(shared, bob)
     assert (kept.agent_id, kept.scope, kept.changed_by) == (bob, Scope.PRIVATE, Actor.AGENT)
+    assert [v.version for v in store.memory_history(shared, PERSON)] == [2, 1]
+    assert [v.version for v in store.memory_history(shared, alice)] == [1]  # bob's private text
     [automatic] = _insert(
         store,
         _write(
@@ -188,7 +190,7 @@ def test_merges_follow_the_history_limit(store: Store, agents: tuple[int, int]) 
     store.history_limit = 3  # type: ignore[attr-defined]  # both SQL stores
     base = vec("limit")
     first = put(store, alice, "Tea at five.", base)
-    for n, mark in enumerate("!?;:"):
+    for n, mark in enumerate("!;:,"):
         [merged] = _insert(
             store, _write(alice, f"tea at five{mark}", with_cosine(base, 0.95, mark))
         )
@@ -295,3 +297,28 @@ def test_subject_lookups_hold_in_a_large_hive(store: Store, agents: tuple[int, i
         (True, few.memory.id),
         (True, many.memory.id),
     ]
+
+
+# the exact-text key ------------------------------------------------------------------------------
+def test_the_same_text_key_merges_only_what_the_rule_calls_one_fact(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    """A text key stored by an older hivekeep dropped a sign or a currency at a text's edge
+    ("$40 ..." and "€40 ..." were both "40 ..."): a key match is judged by the rule too, within a
+    batch and against the rows from before it."""
+    alice, _ = agents
+    key = "40 is the budget"
+    [dollars] = _insert(
+        store, MemoryWrite(NewMemory(alice, "$40 is the budget", Category.FACT), vec("b"), key)
+    )
+    euros, again = _insert(
+        store,
+        MemoryWrite(NewMemory(alice, "€40 is the budget", Category.FACT), vec("b"), key),
+        MemoryWrite(NewMemory(alice, "40 EUR is the budget", Category.FACT), vec("b"), key),
+    )
+    assert not euros.duplicate and euros.memory.id != dollars.memory.id
+    assert again.duplicate and again.memory.id == euros.memory.id  # "€40" is "40 EUR"
+    [plain] = _insert(
+        store, MemoryWrite(NewMemory(alice, "40 is the budget", Category.FACT), vec("b"), key)
+    )
+    assert not plain.duplicate

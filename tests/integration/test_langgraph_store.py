@@ -381,11 +381,6 @@ def test_a_put_without_an_index_is_still_gettable_and_found(store: HivekeepStore
     assert item is not None and [hit.key for hit in found] == ["k"]  # as InMemoryStore's are
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValidationError,
-    reason="needs dedup that never crosses subjects (issue 24 item 2, branch dedupstore)",
-)
 def test_langmem_users_who_store_the_same_text_each_keep_their_own_item(
     store: HivekeepStore, hive: Hive
 ) -> None:

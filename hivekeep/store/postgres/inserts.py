@@ -204,21 +204,21 @@ def _units(writes: Sequence[MemoryWrite], literals: Sequence[str | None]) -> Sim
     return cosines
 
 
-def _same_text_before(conn: Connection, writes: Sequence[MemoryWrite]) -> dict[int, int]:
+def _same_text_before(conn: Connection, writes: Sequence[MemoryWrite]) -> dict[int, Candidate]:
     """Write index -> the oldest memory from before the batch, visible to its author, with the
-    same text key and subject (one statement for the batch)."""
+    same text key and subject (one statement for the batch), as a candidate of similarity 1."""
     keys = sorted({w.text_key for w in writes})
     rows = conn.execute(
-        "SELECT text_key, agent_id, scope = 'shared', id, subject_key FROM memories "
+        "SELECT text_key, agent_id, scope = 'shared', id, subject_key, content FROM memories "
         "WHERE text_key = ANY(%s) ORDER BY id",
         (keys,),
     ).fetchall()
-    found: dict[int, int] = {}
+    found: dict[int, Candidate] = {}
     for index, write in enumerate(writes):
         author, subject = write.memory.agent_id, subject_key(write.memory.subject)
-        for key, owner, shared, memory_id, row_subject in rows:
+        for key, owner, shared, memory_id, row_subject, content in rows:
             if key == write.text_key and (shared or owner == author) and row_subject == subject:
-                found[index] = int(memory_id)
+                found[index] = Candidate(int(memory_id), content, 1.0)
                 break
     return found
 
@@ -298,24 +298,26 @@ def _judge(
     index: int,
     writes: Sequence[MemoryWrite],
     has_vector: bool,
-    same_before: int | None,
+    same_before: Candidate | None,
     close_before: list[Candidate],
     cosines: Similarities,
     kept: Sequence[_Kept],
     dedup: DedupRule,
 ) -> Verdict:
-    """As a write-by-write insert judges: the oldest visible memory with the same text, else the
-    rule over the ``NEIGHBOURS`` closest visible vectors at or above the floor (ties: the
-    smaller id), rows from before the batch and the batch's earlier rows alike, of the write's
-    subject only."""
+    """As a write-by-write insert judges: the oldest visible memory with the same text when the
+    rule agrees (an old text key may join texts the rule keeps apart), else the rule over the
+    ``NEIGHBOURS`` closest visible vectors at or above the floor (ties: the smaller id), rows from
+    before the batch and the batch's earlier rows alike, of the write's subject only."""
     write = writes[index]
     author, subject = write.memory.agent_id, subject_key(write.memory.subject)
     mine = [k for k in kept if (k.shared or k.owner == author) and k.subject == subject]
-    if same_before is not None:
-        return Verdict(same_before, ())
-    for k in mine:
-        if writes[k.index].text_key == write.text_key:
-            return Verdict(k.id, ())
+    same = [same_before] if same_before is not None else []
+    twin = next((k for k in mine if writes[k.index].text_key == write.text_key), None)
+    if twin is not None:
+        same.append(Candidate(twin.id, writes[twin.index].memory.content, 1.0))
+    exact = dedup.judge(write.memory.content, same)
+    if exact.duplicate_of is not None:
+        return exact
     if not has_vector or dedup.floor > 1.0 + 1e-6:
         return Verdict(None, ())
     candidates = list(close_before)

@@ -200,14 +200,15 @@ class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationR
     def _judge(
         self, conn: Any, write: MemoryWrite, close: list[tuple[int, float]], dedup: DedupRule
     ) -> Verdict:
-        """The same text among the author's visible memories of its subject, else the rule over
-        the closest of them."""
+        """The same text among the author's visible memories of its subject when the rule
+        agrees (a key stored by an older hivekeep may join texts the rule keeps apart), else the
+        rule over the closest of them."""
         viewer = write.memory.agent_id
-        duplicate = same_text(self._session, write.text_key, viewer, write.memory.subject)
-        if duplicate is not None:
-            return Verdict(duplicate, ())
-        found = self.fetch_memories(viewer, [memory_id for memory_id, _ in close])
-        candidates = [Candidate(i, found[i].content, score) for i, score in close if i in found]
+        same = same_text(self._session, write.text_key, viewer, write.memory.subject)
+        exact = [] if same is None else [(same, 1.0)]
+        near = exact + [(i, score) for i, score in close if i != same]
+        found = self.fetch_memories(viewer, [memory_id for memory_id, _ in near])
+        candidates = [Candidate(i, found[i].content, score) for i, score in near if i in found]
         return dedup.judge(write.memory.content, candidates)
 
     def _forget_agent(self, s: Session, agent_id: int) -> None:
