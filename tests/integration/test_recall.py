@@ -319,3 +319,45 @@ def test_subject_aware_recall_is_off_with_a_zero_weight_and_on_for_the_bundled_m
         == 0.0
     )
     assert Settings.from_env({"MEMORY_SUBJECT_WEIGHT": "0"}).subject_weight == 0.0
+
+
+@pytest.mark.parametrize("time_weight", [1.0, 3.0])
+def test_memories_stating_a_time_gain_a_bounded_bonus_when_the_query_asks_when(
+    db_path: Path | str, table: VectorTable, time_weight: float
+) -> None:
+    """Time-aware recall: for a query asking when, memories stating a time gain weight / (K + 1)
+    at most; a query that does not ask when ranks exactly as without the list."""
+    asking, plain = "when did Ann buy a kite", "what kite did Ann buy"
+    for query in (asking, plain):
+        table.set(query, random_unit(query, table.dimension))
+    undated, dated = "Ann bought a red kite", "Ann bought a kite last week"
+    table.set(undated, with_cosine(table.vectors[asking], 0.9, "undated"))
+    table.set(dated, with_cosine(table.vectors[asking], 0.6, "dated"))
+    scores: dict[float, dict[str, dict[str, float]]] = {}
+    for weight in (0.0, time_weight):
+        settings = Settings(time_weight=weight, subject_weight=0.0, rrf_k=10, fts_weight=1.0)
+        with Hive(db_path, embedder=table, settings=settings) as hive:
+            agent = hive.get_agent("alice") if weight else hive.create_agent("alice")
+            if not weight:
+                agent.memorize(undated, category="fact")
+                agent.memorize(dated, category="fact")
+            scores[weight] = {
+                q: {h.memory.content: h.score for h in agent.recall(q).hits}
+                for q in (asking, plain)
+            }
+    on, off = scores[time_weight], scores[0.0]
+    assert on[asking][undated] == pytest.approx(off[asking][undated])
+    assert on[asking][dated] == pytest.approx(off[asking][dated] + time_weight / 11)
+    assert on[plain] == pytest.approx(off[plain])
+
+
+def test_time_aware_recall_is_off_with_a_zero_weight_and_on_for_the_bundled_model(
+    local_embedder: LocalEmbedder,
+) -> None:
+    assert Settings().recall_defaults(None).time_weight == 0.0  # the seed: off
+    resolved = Settings().recall_defaults(local_embedder.recall_defaults)
+    assert resolved.time_weight and resolved.time_weight > 0
+    off = Settings(time_weight=0.0).recall_defaults(local_embedder.recall_defaults)
+    assert off.time_weight == 0.0
+    assert Settings.from_env({"MEMORY_TIME_WEIGHT": "0"}).time_weight == 0.0
+    assert Settings.from_env({"MEMORY_TIME_WEIGHT": "1.5"}).time_weight == 1.5
