@@ -16,6 +16,7 @@ _UNIT = (
     r"|morning|afternoon|evening|summer|winter|spring|autumn|fall|semester|term)s?"
 )
 _WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?"
+_WEEKDAY_SHORT = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)"  # only after last/next/on
 _COUNT = (
     r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty"
     r"|few|couple of|several|many)"
@@ -24,8 +25,9 @@ _RELATIVE = r"(?:last|next|this|past|coming|previous|upcoming|following|same)"
 
 _TIME = re.compile(
     r"\b(?:"
-    r"yesterday|today|tonight|tomorrow|ago|recently|lately|nowadays|the other day"
-    rf"|{_RELATIVE} {_UNIT}|{_RELATIVE} {_WEEKDAY}|{_WEEKDAY}"
+    r"yesterday|today|tonight|tomorrow|ago|recently|lately|nowadays|the other day|weekends?"
+    r"|ever since|(?:since|when) \w+ (?:was|were) (?:\d+|a kid|a child|a teenager|little|young)"
+    rf"|{_RELATIVE} {_UNIT}|(?:{_RELATIVE}|on) {_WEEKDAY_SHORT}|{_WEEKDAY}"
     rf"|{_COUNT} {_UNIT}"
     r"|(?:1[89]|20)\d\d|\d{1,2}(?:st|nd|rd|th)|\d{1,2}/\d{1,2}(?:/\d{2,4})?"
     r")\b",

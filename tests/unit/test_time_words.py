@@ -56,6 +56,11 @@ def test_questions_not_asking_for_a_time(query: str) -> None:
         "Deadline 12/05/2024",
         "We go hiking on Saturdays",
         "It happened a few weeks back, recently",
+        "Last Fri I took the kids to a workshop",
+        "I joined a new group last Tues",
+        "I have painted since I was 17",
+        "Basketball has been my life ever since",
+        "We had fun over the weekend",
     ],
 )
 def test_texts_stating_a_time(text: str) -> None:
@@ -69,6 +74,8 @@ def test_texts_stating_a_time(text: str) -> None:
         "The user prefers short answers",
         "Ann likes the march of the penguins",  # lower case: not a month
         "Room 101 has 3 chairs",  # numbers that are no year or date
+        "Sun and sat-nav on the fridge",  # short weekday names count only after last/next/on
+        "Since you asked, it was great",  # causal "since"
         "",
     ],
 )
