@@ -245,6 +245,19 @@ def test_questions_naming_a_month_find_memories_from_then(table_hive: Hive) -> N
     assert hits[0].memory.content == "Went to a rock concert"
 
 
+def test_a_question_naming_an_ordinal_day_finds_the_memory_from_that_day(table_hive: Hive) -> None:
+    """ "on 8th May" matches the creation date indexed as "8 May" (the ordinal searched as 8)."""
+    agent = table_hive.create_agent("alice")
+    agent.memorize_many(
+        [
+            {"content": "Went to a jazz concert", "category": "fact", "created_at": "2023-05-18"},
+            {"content": "Went to a rock concert", "category": "fact", "created_at": "2023-05-08"},
+        ]
+    )
+    hits = agent.recall("Which concert did she go to on 8th May 2023?").hits
+    assert hits[0].memory.content == "Went to a rock concert"
+
+
 def test_full_text_arm_is_not_crowded_out_by_other_agents_matches(table_hive: Hive) -> None:
     """Another agent's better-ranked private matches never take the viewer's full-text places."""
     alice, bob = table_hive.create_agent("alice"), table_hive.create_agent("bob")
