@@ -183,7 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         results[name] = [[s for _, s in fold] for fold in scored]
         flat = [pair for fold in scored for pair in fold]
         cells = [f"{statistics.fmean(s for _, s in flat):.3f}"]
-        cells += [f"{statistics.fmean(s for cat, s in flat if cat == c):.3f}" for c in CATEGORIES]
+        for c in CATEGORIES:
+            of_c = [s for cat, s in flat if cat == c]
+            cells.append(f"{statistics.fmean(of_c):.3f}" if of_c else "-")
         cells += [f"{statistics.fmean(fold):.3f}" for fold in results[name]]
         won = "" if name == "shipped" else f"{wins(results, name, 'shipped')} of {len(names)}"
         print(f"| {name} | " + " | ".join(cells) + f" | {won} |")
