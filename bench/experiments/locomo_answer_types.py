@@ -11,7 +11,9 @@ the shipped fusion (subject list 0.5, time list 1.0). Each variant adds one list
 - ``deep``: the time list drawn from each arm's top 40 or 100 rather than the pool of 2 x limit;
 - ``where`` / ``how many``: the answer-type idea beyond time: a question asking where, with the
   candidates naming a place ("in/at/to/from Capitalised"); a question asking how many or how
-  much, with the candidates stating a number.
+  much, with the candidates stating a number;
+- last, no list but another index: each turn's relative dates resolved against its own date
+  ("yesterday" said on 8 May 2023 also indexes "7 May 2023") in the context column.
 
 None was kept (docs/benchmarks.md, "Temporal questions"): the output says why, fold by fold.
 """
@@ -24,12 +26,20 @@ import statistics
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.experiments.locomo_levers import CANDIDATE, Corpus, Question, build, text_ranking
+from bench.experiments.locomo_levers import (
+    CANDIDATE,
+    Corpus,
+    Question,
+    build,
+    index,
+    spoken_date,
+    text_ranking,
+)
 from bench.locomo_data import CATEGORIES, DEFAULT_PATH, Conversation, load
 from bench.locomo_folds import wins
 from hivekeep.core.fusion import Ranked, fuse
@@ -76,6 +86,60 @@ def periods(question: str) -> list[Period]:
         month, year = MONTHS.index(m[1].lower()) + 1, int(m[2])
         last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
         out.append((date(year, month, 1), last))
+    return out
+
+
+_WEEKDAYS = {
+    name: n
+    for n, names in enumerate(
+        [("monday", "mon"), ("tuesday", "tue", "tues"), ("wednesday", "wed"),
+         ("thursday", "thu", "thur", "thurs"), ("friday", "fri"), ("saturday", "sat"),
+         ("sunday", "sun")]
+    )
+    for name in names
+}  # fmt: skip
+_LAST_WEEKDAY = re.compile(rf"\blast ({'|'.join(_WEEKDAYS)})\b")
+_AGO = re.compile(r"\b(\d+|a|two|three|four|five|six) (day|week|month|year)s? ago\b")
+_SMALL = {"a": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def resolved_dates(text: str, when: datetime) -> list[str]:
+    """The dates a turn's relative expressions point at, in words, counted from when it was said:
+    "yesterday" / "last night" (the day before), "today", "tomorrow", "last Friday", "last week"
+    and "last weekend" (days), "last month" (month and year), "last year", "N days/weeks/months/
+    years ago". The stored-text side of date normalisation, measured here before any migration."""
+    low, out = text.lower(), []
+
+    def day(days_back: int) -> None:
+        out.append(spoken_date(when - timedelta(days=days_back)))
+
+    if re.search(r"\byesterday\b|\blast night\b", low):
+        day(1)
+    if re.search(r"\btoday\b|\btonight\b", low):
+        day(0)
+    if re.search(r"\btomorrow\b", low):
+        day(-1)
+    for m in _LAST_WEEKDAY.finditer(low):
+        day((when.weekday() - _WEEKDAYS[m[1]]) % 7 or 7)
+    if re.search(r"\blast week\b", low):
+        day(7)
+    if re.search(r"\blast weekend\b", low):
+        day((when.weekday() - 5) % 7 or 7)
+    if re.search(r"\blast month\b", low):
+        previous = when.replace(day=1) - timedelta(days=1)
+        out.append(f"{previous.strftime('%B')} {previous.year}")
+    if re.search(r"\blast year\b", low):
+        out.append(str(when.year - 1))
+    for m in _AGO.finditer(low):
+        count = _SMALL.get(m[1]) or int(m[1])
+        then = when - timedelta(days=count * {"day": 1, "week": 7, "month": 30, "year": 365}[m[2]])
+        out.append(
+            spoken_date(then)
+            if m[2] in ("day", "week")
+            else f"{then.strftime('%B')} {then.year}"
+            if m[2] == "month"
+            else str(then.year)
+        )
     return out
 
 
@@ -171,7 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         + "---|" * (3 + len(CATEGORIES) + len(names))
     )
     results: dict[str, list[list[float]]] = {}
-    for name, extra in variants.items():
+
+    def report(name: str, extra: Extra | None) -> None:
         scored = [
             [
                 (q.category, len({c.ids[i] for i in rank(conv, c, q, qq.text, extra)} & q.evidence)
@@ -189,6 +254,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         cells += [f"{statistics.fmean(fold):.3f}" for fold in results[name]]
         won = "" if name == "shipped" else f"{wins(results, name, 'shipped')} of {len(names)}"
         print(f"| {name} | " + " | ".join(cells) + f" | {won} |")
+
+    for name, extra in variants.items():
+        report(name, extra)
+    resolved = 0
+    for conv, c in zip(conversations, corpora, strict=True):
+        rows = []
+        for i, t in enumerate(conv.turns):
+            extra_words = resolved_dates(t.text, t.when)
+            resolved += bool(extra_words)
+            context = " ".join([spoken_date(t.when), *extra_words])
+            rows.append((i, t.text, t.speaker if args.setup != "plain" else "", context))
+        c.fts["porter"] = index(rows, "porter unicode61 remove_diacritics 2")
+        c.cache.clear()
+    report(f"relative dates resolved into the index ({resolved} turns)", None)
     return 0
 
 
