@@ -1,7 +1,7 @@
 """LoCoMo evidence retrieval through hivekeep's public API: recall@k and MRR per category.
 
     python bench/locomo_retrieval.py [--data PATH] [--setup plain|subject|said] [--json OUT]
-                                     [--sweep] [--peer mem0]
+                                     [--sweep] [--peer mem0] [--cached]
 
 Each conversation goes into its own fresh hive (one agent; every turn one memory, dated with its
 session's time, written with ``agent.memorize_many``; with ``--setup subject``, the default, the
@@ -13,7 +13,9 @@ shows R@10 per conversation and whether hybrid ever falls below its best single 
 ``--sweep`` also fuses the arms offline over a grid of floor / K / full-text weight / subject
 weight, chosen leave-one-conversation-out (on four conversations, scored on the fifth), to
 show where the defaults come from. ``--peer mem0`` runs mem0 (bench/peers/) on the same turns,
-questions and embedder in the same run. The data is read from PATH, never copied into the repo.
+questions and embedder in the same run. ``--cached`` takes the turns' and questions' vectors from
+the vector cache of bench/locomo_folds.py (the same model, the same vectors; the ingest rate is then
+not the model's). The data is read from PATH, never copied into the repo.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.locomo_data import CATEGORIES, DEFAULT_PATH, Conversation, Turn, load
-from bench.locomo_folds import fold_table, leave_one_out
-from hivekeep import Hive, Settings
+from bench.locomo_folds import CachedEmbedder, fold_table, leave_one_out
+from hivekeep import Embedder, Hive, Settings
 from hivekeep.core.fusion import Ranked, fuse
 from hivekeep.core.subjects import about_named
 from hivekeep.providers.embeddings.local import LocalEmbedder
@@ -143,7 +145,7 @@ class Run:
 
 def run_conversation(
     conv: Conversation,
-    embedder: LocalEmbedder,
+    embedder: Embedder,
     settings: Settings,
     run: Run,
     sweep: bool,
@@ -167,7 +169,7 @@ def run_conversation(
 
 def _run_conversation(
     conv: Conversation,
-    embedder: LocalEmbedder,
+    embedder: Embedder,
     settings: Settings,
     run: Run,
     sweep: bool,
@@ -334,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sweep", action="store_true", help="print the fusion parameter grid")
     parser.add_argument("--limit", type=int, help="only the first N conversations (smoke runs)")
     parser.add_argument("--peer", choices=["mem0"], help="also run a peer system side by side")
+    parser.add_argument("--cached", action="store_true", help="vectors from the vector cache")
     parser.add_argument(
         "--setup",
         choices=["plain", "subject", "said"],
@@ -343,7 +346,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     conversations = load(args.data)[: args.limit]
-    embedder = LocalEmbedder()
+    model = LocalEmbedder()
+    embedder: LocalEmbedder | CachedEmbedder = model
+    if args.cached:
+        embedder = CachedEmbedder(model)
+        for conv in conversations:
+            embedder.prepare([t.text for t in conv.turns])
+            embedder.prepare([q.text for q in conv.questions])
     settings = Settings.from_env()
     run = Run()
     peer_run = PeerRun()
@@ -357,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for conv in conversations:
         run_conversation(conv, embedder, settings, run, args.sweep, args.setup)
         if args.peer:
-            run_peer(conv, embedder, peer_run)
+            run_peer(conv, model, peer_run)
 
     resolved = settings.recall_defaults(embedder.recall_defaults)
     questions = sum(len(c.questions) for c in conversations)
@@ -369,7 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         run.default.table_row(
             f"hybrid (floor {resolved.similarity_floor}, K {resolved.rrf_k}, "
-            f"FTS weight {resolved.fts_weight}, subject weight {resolved.subject_weight})"
+            f"FTS weight {resolved.fts_weight}, subject weight {resolved.subject_weight}, "
+            f"time weight {resolved.time_weight})"
         )
     )
     print(run.vector.table_row("vector only (no floor)"))
@@ -398,13 +408,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"search (limit 20) p50 {statistics.median(peer_run.search_ms):.1f} ms"
         )
     print("\nPer fold (one conversation each), R@10:\n")
-    print("| fold | questions | vector only | full text only | hybrid | hybrid - best arm |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| fold | questions | vector only | full text only | hybrid | hybrid - best arm "
+        "| hybrid, temporal |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, hybrid, vector, text in run.folds:
         h, v, t = (statistics.fmean(s.at_10()) for s in (hybrid, vector, text))
+        temporal = hybrid.recall[2][10]
         print(
             f"| {name} | {len(hybrid.at_10())} | {v:.3f} | {t:.3f} | {h:.3f} "
-            f"| {h - max(v, t):+.3f} |"
+            f"| {h - max(v, t):+.3f} | {statistics.fmean(temporal) if temporal else 0:.3f} |"
         )
     fold_means = [statistics.fmean(s.at_10()) for _, s, _, _ in run.folds]
     print(f"| **mean of folds** | | | | **{statistics.fmean(fold_means):.3f}** | |")

@@ -100,7 +100,12 @@ def _synchronous(value: str) -> str:
 
 
 SEED_RECALL = RecallDefaults(
-    similarity_floor=0.5, rrf_k=60, fts_weight=0.5, feedback_weight=0.0, subject_weight=0.0
+    similarity_floor=0.5,
+    rrf_k=60,
+    fts_weight=0.5,
+    feedback_weight=0.0,
+    subject_weight=0.0,
+    time_weight=0.0,
 )
 _COMPACTION = CompactionSettings()  # the hive-wide compaction defaults are the core's
 _CALIBRATED = "the embedder's calibrated value"  # the default of a search setting left unset
@@ -177,6 +182,16 @@ class Settings:
         'Subject-aware recall: when the query names the subject of candidate memories ("What did '
         'Ann buy?" names `Ann` and `Ann Lee`), those memories are fused as a third list with '
         "this weight, a bonus of at most weight / (K + 1) (0 turns it off).",
+        _CALIBRATED,
+    )
+    time_weight: float | None = _setting(
+        "MEMORY_TIME_WEIGHT",
+        _non_negative_float,
+        None,
+        'Time-aware recall: when the query asks for a time ("When did ...", "How long ..."), the '
+        'candidate memories whose text states one ("last week", "in May 2024", "3 years ago") '
+        "are fused as a further list with this weight, a bonus of at most weight / (K + 1) (0 "
+        "turns it off).",
         _CALIBRATED,
     )
     dedup_threshold: float = _setting(
@@ -370,6 +385,7 @@ class Settings:
             pick("fts_weight"),
             pick("feedback_weight"),
             pick("subject_weight"),
+            pick("time_weight"),
         )
 
 

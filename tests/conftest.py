@@ -40,6 +40,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
         "MEMORY_RRF_K",
         "MEMORY_FTS_BOOST",
         "MEMORY_SUBJECT_WEIGHT",
+        "MEMORY_TIME_WEIGHT",
         "MEMORY_PROFILE_MAX_TOKENS",
         "HIVEKEEP_LLM",
         "MEMORY_EXTRACTION_MODEL",

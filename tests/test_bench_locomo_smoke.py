@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,32 @@ def test_locomo_benchmark_runs_on_a_tiny_file(tmp_path: Path, setup: str) -> Non
     assert figures["setup"] == setup
     assert "| tiny-1 | 3 |" in result.stdout  # the per-fold table
     assert "Leave one conversation out" in result.stdout
+
+
+def test_the_cached_run_and_the_temporal_experiments_run_on_a_tiny_file(tmp_path: Path) -> None:
+    """``--cached`` (vectors from the vector cache, here in a temporary folder) and the two
+    experiment scripts of issue 28."""
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps(TINY))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    outputs = []
+    for script in (
+        "locomo_retrieval.py",
+        "experiments/locomo_temporal.py",
+        "experiments/locomo_answer_types.py",
+    ):
+        extra = ["--cached"] if script == "locomo_retrieval.py" else []
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / script), "--data", str(data), *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+            env=env,
+        )
+        assert result.returncode == 0, (script, result.stderr)
+        outputs.append(result.stdout)
+    assert "time weight 1.0" in outputs[0]
+    assert list((tmp_path / "cache" / "hivekeep-bench").glob("*.npy"))  # the cache was used
+    assert "1 ask when" in outputs[1] and "oracle: the better arm per question" in outputs[1]
+    assert "| where list 1.0 |" in outputs[2]

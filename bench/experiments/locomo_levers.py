@@ -33,6 +33,7 @@ from bench.locomo_folds import cached_vectors, fold_table, leave_one_out, per_fo
 from hivekeep.core import fts_query
 from hivekeep.core.fusion import Ranked, fuse
 from hivekeep.core.subjects import named_subjects
+from hivekeep.core.time_words import asks_when, mentions_time
 from hivekeep.providers.embeddings.local import LocalEmbedder
 
 KS = (5, 10, 20)
@@ -50,6 +51,8 @@ class Question:
     terms: tuple[str, ...]
     vector: np.ndarray
     named: set[str]
+    category: int
+    asks_when: bool
 
 
 @dataclass
@@ -60,6 +63,7 @@ class Corpus:
     matrix: np.ndarray
     fts: dict[str, apsw.Connection]
     questions: list[Question]
+    timed: list[bool]  # per turn: whether its text states a time
     cache: dict[tuple[object, ...], list[int]] = field(default_factory=dict)
 
 
@@ -87,10 +91,20 @@ def build(conv: Conversation, embedder: LocalEmbedder, setup: str) -> Corpus:
     subjects: list[str | None] = [t.speaker if with_subject else None for t in conv.turns]
     visible = {s for s in subjects if s}
     questions = [
-        Question(q.evidence, fts_query.terms(q.text), v, named_subjects(q.text, visible))
+        Question(
+            q.evidence,
+            fts_query.terms(q.text),
+            v,
+            named_subjects(q.text, visible),
+            q.category,
+            asks_when(q.text),
+        )
         for q, v in zip(conv.questions, vectors, strict=True)
     ]
-    return Corpus(conv.sample_id, [t.dia_id for t in conv.turns], subjects, matrix, fts, questions)
+    timed = [mentions_time(t.text) for t in conv.turns]
+    return Corpus(
+        conv.sample_id, [t.dia_id for t in conv.turns], subjects, matrix, fts, questions, timed
+    )
 
 
 def text_ranking(
@@ -136,15 +150,18 @@ class Hybrid:
     subject_mode: str = "bonus"  # "bonus": the candidates about a named subject, in fused order;
     # "knn": a third vector search over the memories of the named subjects only
     date: bool = True
+    time: float = 0.0  # weight of the time list for questions asking when (0: off)
 
     def label(self) -> str:
         out = f"floor {self.floor} K {self.rrf_k} w {self.weight} fb {self.feedback}"
         if self.subject:
             out += f" subj {self.subject}" + ("" if self.subject_mode == "bonus" else " knn")
+        if self.time:
+            out += f" time {self.time}"
         return out + ("" if self.date else " no dates")
 
-    def rank(self, c: Corpus, q: Question, k: int) -> list[int]:
-        pool = 2 * k
+    def arms(self, c: Corpus, q: Question, pool: int) -> tuple[list[int], list[int], np.ndarray]:
+        """The vector arm (feedback and floor applied), the full-text arm, the vector scores."""
         text = text_ranking(c, q.terms, date=self.date)[:pool]
         query = q.vector
         if self.feedback and text:
@@ -153,17 +170,22 @@ class Hybrid:
         scores = c.matrix @ query
         order = np.argsort(-scores)[:pool]
         vector = [int(i) for i in order if float(c.matrix[i] @ q.vector) >= self.floor]
+        return vector, text, scores
+
+    def rank(self, c: Corpus, q: Question, k: int) -> list[int]:
+        pool = 2 * k
+        vector, text, scores = self.arms(c, q, pool)
         lists = [Ranked(vector), Ranked(text, self.weight)]
+        first = [i for i, _ in fuse(lists, k=self.rrf_k, recency={})]
         if self.subject and q.named:
             if self.subject_mode == "knn":
                 mine = [i for i in np.argsort(-scores) if c.subjects[i] in q.named][:pool]
                 mine = [i for i in mine if float(c.matrix[i] @ q.vector) >= self.floor]
                 lists.append(Ranked([int(i) for i in mine], self.subject))
             else:
-                first = fuse(lists, k=self.rrf_k, recency={})
-                lists.append(
-                    Ranked([i for i, _ in first if c.subjects[i] in q.named], self.subject)
-                )
+                lists.append(Ranked([i for i in first if c.subjects[i] in q.named], self.subject))
+        if self.time and q.asks_when:
+            lists.append(Ranked([i for i in first if c.timed[i]], self.time))
         return [i for i, _ in fuse(lists, k=self.rrf_k, recency={}, limit=k)]
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 MAX_TERMS = 32
 _WORD = re.compile(r"\w+", re.UNICODE)
+_ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
 
 STOPWORDS = frozenset(
     [
@@ -162,10 +163,18 @@ class FtsQuery:
 
 
 def terms(text: str) -> tuple[str, ...]:
-    """Distinct lowercased search terms, stopwords removed unless they are all there is."""
+    """Distinct lowercased search terms, stopwords removed unless they are all there is.
+
+    An ordinal number becomes its digits ("8th" -> "8"): as a prefix, "8" matches both "8" (the
+    indexed creation date says "8 December 2023") and "8th" in a memory's text; "8th" matches
+    only the latter.
+    """
     words: list[str] = []
     for word in _WORD.findall(text.casefold()):
         word = word.strip("_")
+        ordinal = _ORDINAL.fullmatch(word)
+        if ordinal:
+            word = ordinal.group(1)
         if word and word not in words:
             words.append(word)
     content = [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]

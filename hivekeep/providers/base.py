@@ -35,6 +35,7 @@ class RecallDefaults:
     fts_weight: float | None = None
     feedback_weight: float | None = None  # lexical feedback into the vector query (0: off)
     subject_weight: float | None = None  # weight of the subject list in fusion (0: off)
+    time_weight: float | None = None  # weight of the time list in fusion (0: off)
 
 
 class Embedder(Protocol):

@@ -1,9 +1,11 @@
 """``recall``: the vector arm and the full-text arm over the agent's visible memories, fused by RRF.
 
-Subject-aware recall adds a third list when the query names the subject of some candidates (see
-``hivekeep.core.subjects``): those candidates, in the order of the first fusion, so each gains a
-bounded bonus (at most ``subject_weight / (K + 1)``). Relevance is the only ranking signal; ties
-break by recency. Nothing here calls an LLM.
+Two further lists may join the fusion, each made of candidates in the order of the first fusion,
+so each candidate gains a bounded bonus (at most ``weight / (K + 1)``): subject-aware recall, when
+the query names the subject of some candidates (``hivekeep.core.subjects``), and time-aware
+recall, when the query asks for a time and some candidates' text states one
+(``hivekeep.core.time_words``). Relevance is the only ranking signal; ties break by recency.
+Nothing here calls an LLM.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 from hivekeep.core import fts_query
 from hivekeep.core.fusion import Ranked, fuse
 from hivekeep.core.subjects import about_named
+from hivekeep.core.time_words import asks_when, mentions_time
 from hivekeep.errors import ProviderError
 from hivekeep.providers.base import RecallDefaults
 from hivekeep.services.embedding import EmbeddingService, FloatArray
@@ -170,6 +173,29 @@ class RecallService:
             t for t in terms if len(self.store.text_search(agent_id, [t], pool, filters)) < visible
         )
 
+    def _bonus_lists(
+        self,
+        query: str,
+        ranked: Sequence[int],
+        candidates: dict[int, MemoryRecord],
+        filters: MemoryFilter,
+    ) -> list[Ranked[int]]:
+        """The subject list and the time list for this query (each only when switched on and not
+        empty), both drawn from ``ranked``, the first fusion's order."""
+        out: list[Ranked[int]] = []
+        weight = self.defaults.subject_weight or 0.0
+        if weight and filters.subject is None:  # a subject filter already keeps only that subject
+            subjects = {i: m.subject for i, m in candidates.items()}
+            about = about_named(query, ranked, subjects)
+            if about:
+                out.append(Ranked(about, weight))
+        weight = self.defaults.time_weight or 0.0
+        if weight and asks_when(query):
+            timed = [i for i in ranked if i in candidates and mentions_time(candidates[i].content)]
+            if timed:
+                out.append(Ranked(timed, weight))
+        return out
+
     def recall(
         self, agent_id: int, query: str, limit: int, filters: MemoryFilter, *, count: bool = True
     ) -> RecallResult:
@@ -188,13 +214,9 @@ class RecallService:
         ]
         recency = {i: m.created_at for i, m in candidates.items()}
         fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
-        weight = self.defaults.subject_weight or 0.0
-        if weight and filters.subject is None:  # a subject filter already keeps only that subject
-            subjects = {i: m.subject for i, m in candidates.items()}
-            about = about_named(query, [i for i, _ in fused], subjects)
-            if about:
-                lists.append(Ranked(about, weight))
-                fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
+        extra = self._bonus_lists(query, [i for i, _ in fused], candidates, filters)
+        if extra:
+            fused = fuse([*lists, *extra], k=self.defaults.rrf_k, recency=recency)
         similarity = dict(arms.vector)
         ranked = [(candidates[i], score) for i, score in fused if i in candidates][:limit]
         shown = with_newer(self.store, agent_id, [memory for memory, _ in ranked])

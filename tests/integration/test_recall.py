@@ -245,6 +245,19 @@ def test_questions_naming_a_month_find_memories_from_then(table_hive: Hive) -> N
     assert hits[0].memory.content == "Went to a rock concert"
 
 
+def test_a_question_naming_an_ordinal_day_finds_the_memory_from_that_day(table_hive: Hive) -> None:
+    """ "on 8th May" matches the creation date indexed as "8 May" (the ordinal searched as 8)."""
+    agent = table_hive.create_agent("alice")
+    agent.memorize_many(
+        [
+            {"content": "Went to a jazz concert", "category": "fact", "created_at": "2023-05-18"},
+            {"content": "Went to a rock concert", "category": "fact", "created_at": "2023-05-08"},
+        ]
+    )
+    hits = agent.recall("Which concert did she go to on 8th May 2023?").hits
+    assert hits[0].memory.content == "Went to a rock concert"
+
+
 def test_full_text_arm_is_not_crowded_out_by_other_agents_matches(table_hive: Hive) -> None:
     """Another agent's better-ranked private matches never take the viewer's full-text places."""
     alice, bob = table_hive.create_agent("alice"), table_hive.create_agent("bob")
@@ -353,3 +366,45 @@ def test_match_is_strong_for_every_word_and_weak_for_some(hive: Hive) -> None:
     nonsense = agent.recall("user quantum chromodynamics").hits
     assert nonsense and all(h.match == "weak" for h in nonsense)
     assert all(h.found_by == ("text_partial",) for h in nonsense)
+
+
+@pytest.mark.parametrize("time_weight", [1.0, 3.0])
+def test_memories_stating_a_time_gain_a_bounded_bonus_when_the_query_asks_when(
+    db_path: Path | str, table: VectorTable, time_weight: float
+) -> None:
+    """Time-aware recall: for a query asking when, memories stating a time gain weight / (K + 1)
+    at most; a query that does not ask when ranks exactly as without the list."""
+    asking, plain = "when did Ann buy a kite", "what kite did Ann buy"
+    for query in (asking, plain):
+        table.set(query, random_unit(query, table.dimension))
+    undated, dated = "Ann bought a red kite", "Ann bought a kite last week"
+    table.set(undated, with_cosine(table.vectors[asking], 0.9, "undated"))
+    table.set(dated, with_cosine(table.vectors[asking], 0.6, "dated"))
+    scores: dict[float, dict[str, dict[str, float]]] = {}
+    for weight in (0.0, time_weight):
+        settings = Settings(time_weight=weight, subject_weight=0.0, rrf_k=10, fts_weight=1.0)
+        with Hive(db_path, embedder=table, settings=settings) as hive:
+            agent = hive.get_agent("alice") if weight else hive.create_agent("alice")
+            if not weight:
+                agent.memorize(undated, category="fact")
+                agent.memorize(dated, category="fact")
+            scores[weight] = {
+                q: {h.memory.content: h.score for h in agent.recall(q).hits}
+                for q in (asking, plain)
+            }
+    on, off = scores[time_weight], scores[0.0]
+    assert on[asking][undated] == pytest.approx(off[asking][undated])
+    assert on[asking][dated] == pytest.approx(off[asking][dated] + time_weight / 11)
+    assert on[plain] == pytest.approx(off[plain])
+
+
+def test_time_aware_recall_is_off_with_a_zero_weight_and_on_for_the_bundled_model(
+    local_embedder: LocalEmbedder,
+) -> None:
+    assert Settings().recall_defaults(None).time_weight == 0.0  # the seed: off
+    resolved = Settings().recall_defaults(local_embedder.recall_defaults)
+    assert resolved.time_weight and resolved.time_weight > 0
+    off = Settings(time_weight=0.0).recall_defaults(local_embedder.recall_defaults)
+    assert off.time_weight == 0.0
+    assert Settings.from_env({"MEMORY_TIME_WEIGHT": "0"}).time_weight == 0.0
+    assert Settings.from_env({"MEMORY_TIME_WEIGHT": "1.5"}).time_weight == 1.5

@@ -37,6 +37,20 @@ def test_expressions_quote_every_term_with_prefix() -> None:
     assert query.any_term == '"lisbon"* OR "apartment"*'
 
 
+def test_ordinals_search_as_their_number() -> None:
+    """ "8th December" finds a memory dated 8 December (the date is indexed as "8 December")."""
+    assert terms("What did Tim read on 8th December, 2023?") == (
+        "tim",
+        "read",
+        "8",
+        "december",
+        "2023",
+    )
+    assert terms("the 1st and the 22nd") == ("1", "22")
+    assert terms("Aug 15th") == ("aug", "15")
+    assert terms("5th8") == ("5th8",)  # not an ordinal: kept as typed
+
+
 def test_hostile_operators_become_plain_words() -> None:
     query = build('"AND OR NEAR( * ^')
     assert query.all_terms == '"and"* AND "or"* AND "near"*'

@@ -54,10 +54,16 @@ class LocalEmbedder:
     # drops 57% of true evidence while 0.2 drops 2.5%. Full text is the stronger arm here, so it
     # weighs as much as the vector arm; K = 10 keeps fusion stable for weights 0.8-1.2 (at K = 60
     # a weight of 1.1 or 0.9 lets one arm swamp the other); lexical feedback lifts the vector arm;
-    # memories about a subject the query names gain a bounded bonus. Each checked conversation by
-    # conversation (leave-one-out, bench/experiments/locomo_levers.py).
+    # memories about a subject the query names gain a bounded bonus, and so do memories stating a
+    # time when the query asks when. Each checked conversation by conversation (leave-one-out,
+    # bench/experiments/locomo_levers.py and locomo_temporal.py).
     recall_defaults = RecallDefaults(
-        similarity_floor=0.2, rrf_k=10, fts_weight=1.0, feedback_weight=0.5, subject_weight=0.5
+        similarity_floor=0.2,
+        rrf_k=10,
+        fts_weight=1.0,
+        feedback_weight=0.5,
+        subject_weight=0.5,
+        time_weight=1.0,
     )
 
     def __init__(
