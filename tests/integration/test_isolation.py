@@ -166,7 +166,7 @@ def check_near_duplicate_beyond_global_top3(db: Path | str, per_other: int) -> N
     with Hive(db, embedder=table, settings=Settings()) as hive:
         alice = hive.create_agent("alice")
         others = [hive.create_agent(f"other{i}") for i in range(10)]
-        existing = "In Oslo, the user's sister lives."  # a restatement: the same fact
+        existing = "The user\u2019s sister lives in Oslo!"  # a restatement: the same fact
         table.set(existing, with_cosine(target, 0.93, "existing"))
         kept = alice.memorize(existing, category="fact").memory
         for o, other in enumerate(others):
