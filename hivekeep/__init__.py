@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from hivekeep.services.maintenance import MaintenanceOutcome
     from hivekeep.services.recall import RecallHit, RecallResult
     from hivekeep.services.review import Review, ReviewIssue
+    from hivekeep.services.tokens import CreatedToken, TokenService
     from hivekeep.services.transfer import ExportReport, ImportReport
     from hivekeep.store.base import (
         KEEP,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
         ToolCallRecord,
     )
     from hivekeep.store.leases import AgentBusy
+    from hivekeep.store.tokens import TokenRecord
     from hivekeep.tools import tool_schemas
     from hivekeep.types import Actor, Category, Operation, Scope, Source
 
@@ -96,6 +98,8 @@ _LAZY = {
     "RecallResult": "hivekeep.services.recall",
     "Review": "hivekeep.services.review",
     "ReviewIssue": "hivekeep.services.review",
+    "CreatedToken": "hivekeep.services.tokens",
+    "TokenService": "hivekeep.services.tokens",
     "ExportReport": "hivekeep.services.transfer",
     "ImportReport": "hivekeep.services.transfer",
     "KEEP": "hivekeep.store.base",
@@ -110,6 +114,7 @@ _LAZY = {
     "SummaryRecord": "hivekeep.store.conversations",
     "ToolCallRecord": "hivekeep.store.conversations",
     "AgentBusy": "hivekeep.store.leases",
+    "TokenRecord": "hivekeep.store.tokens",
     "tool_schemas": "hivekeep.tools",
     "Actor": "hivekeep.types",
     "Category": "hivekeep.types",
@@ -119,9 +124,6 @@ _LAZY = {
 }
 
 __all__ = [
-    "KEEP",
-    "LLM",
-    "MAX_MESSAGE_CHARS",
     "Actor",
     "Agent",
     "AgentBusy",
@@ -141,6 +143,7 @@ __all__ = [
     "ConflictError",
     "Context",
     "ConversationRecord",
+    "CreatedToken",
     "Embedder",
     "EmbedderMismatch",
     "EmbeddingSpace",
@@ -148,7 +151,10 @@ __all__ = [
     "Hive",
     "HivekeepError",
     "ImportReport",
+    "KEEP",
+    "LLM",
     "LLMNotConfigured",
+    "MAX_MESSAGE_CHARS",
     "MaintenanceOutcome",
     "Memorized",
     "MemoryPage",
@@ -171,6 +177,8 @@ __all__ = [
     "StoreError",
     "SummaryRecord",
     "TextDelta",
+    "TokenRecord",
+    "TokenService",
     "ToolCall",
     "ToolCallRecord",
     "ToolUse",

@@ -27,6 +27,7 @@ from hivekeep.services.archive import Backfill, Progress
 from hivekeep.services.compile import BootstrapOutcome
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.services.maintenance import MaintenanceOutcome
+from hivekeep.services.tokens import TokenService
 from hivekeep.services.wiring import wire
 from hivekeep.store.base import (
     KEEP,
@@ -126,6 +127,8 @@ class Hive:
             self.store, self.settings, embeddings, defaults, llm, tool_schemas("openai")
         )
         self.events = self._services.events  # subscribe here: memory:*, profile:*, compacting:*
+        # scoped API tokens: hive.tokens.create / list / revoke / verify (docs/server.md)
+        self.tokens = TokenService(self.store)
         # PostgreSQL: events reach (and come from) every process on the hive (LISTEN/NOTIFY)
         self._relay: EventRelay | None = None
         if is_postgres_url(target):
