@@ -124,6 +124,9 @@ _LAZY = {
 }
 
 __all__ = [
+    "KEEP",
+    "LLM",
+    "MAX_MESSAGE_CHARS",
     "Actor",
     "Agent",
     "AgentBusy",
@@ -151,10 +154,7 @@ __all__ = [
     "Hive",
     "HivekeepError",
     "ImportReport",
-    "KEEP",
-    "LLM",
     "LLMNotConfigured",
-    "MAX_MESSAGE_CHARS",
     "MaintenanceOutcome",
     "Memorized",
     "MemoryPage",

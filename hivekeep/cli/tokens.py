@@ -12,6 +12,7 @@ import click
 
 from hivekeep import Hive, TokenRecord
 from hivekeep.cli import db_option, echo, echo_json, json_option, open_hive
+from hivekeep.views import token_view
 
 
 @click.group()
@@ -40,7 +41,9 @@ def tokens() -> None:
 @click.option("--read-only", is_flag=True, help="May read and recall, never change anything.")
 @db_option
 @json_option
-def create(label: str, agent_keys: tuple[str, ...], read_only: bool, db: str, as_json: bool) -> None:
+def create(
+    label: str, agent_keys: tuple[str, ...], read_only: bool, db: str, as_json: bool
+) -> None:
     """Create a token labelled LABEL and print it (once: only its hash is kept).
 
     Example:
@@ -66,7 +69,7 @@ def list_tokens(db: str, as_json: bool) -> None:
     with open_hive(db) as hive:
         records = hive.tokens.list()
         if as_json:
-            echo_json([token_view(hive, record) for record in records])
+            echo_json(_views(hive, records))
             return
         if not records:
             click.echo("No tokens. Create one with `hivekeep tokens create LABEL`.")
@@ -88,25 +91,12 @@ def revoke(label: str, db: str) -> None:
         echo(f"Revoked token {label.strip()!r}.")
 
 
-def token_view(hive: Hive, record: TokenRecord) -> dict[str, Any]:
-    """A token as JSON: its scope by agent name (``agents`` null: every agent)."""
-    return {
-        "label": record.label,
-        "agents": _agent_names(hive, record),
-        "read_only": record.read_only,
-        "created_at": record.created_at,
-        "last_used_at": record.last_used_at,
-    }
-
-
-def _agent_names(hive: Hive, record: TokenRecord) -> list[str] | None:
-    if record.agent_ids is None:
-        return None
+def _views(hive: Hive, records: list[TokenRecord]) -> list[dict[str, Any]]:
     names = {agent.id: agent.name for agent in hive.agents()}
-    return [names[i] for i in record.agent_ids if i in names]  # a deleted agent grants nothing
+    return [token_view(record, names) for record in records]
 
 
 def _scope(hive: Hive, record: TokenRecord) -> str:
-    names = _agent_names(hive, record)
-    agents = "every agent" if names is None else "agents: " + (", ".join(names) or "none left")
-    return f"{agents}; {'read-only' if record.read_only else 'read-write'}"
+    agents = _views(hive, [record])[0]["agents"]
+    named = "every agent" if agents is None else "agents: " + (", ".join(agents) or "none left")
+    return f"{named}; {'read-only' if record.read_only else 'read-write'}"

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 
 from hivekeep.hive import Hive
-from hivekeep.server.auth import bearer_auth
+from hivekeep.server.auth import API_PREFIX, bearer_auth
 from hivekeep.server.errors import ERROR_RESPONSES, install_error_handlers
 from hivekeep.server.events import HEARTBEAT_S, EventStreams
 from hivekeep.server.guard import AllowedHost, RequestGuard, allowed_hosts
@@ -75,11 +75,8 @@ def create_app(
         """Liveness, open without a token (it reveals nothing of the hive)."""
         return Health(status="ok", version=app.version, auth=token is not None)
 
-    api = APIRouter(
-        prefix="/api",
-        dependencies=[Depends(bearer_auth(token))] if token is not None else [],
-        responses=ERROR_RESPONSES,
-    )
+    authorize = Depends(bearer_auth(token))  # who the request acts as, and may it (scopes.py)
+    api = APIRouter(prefix=API_PREFIX, dependencies=[authorize], responses=ERROR_RESPONSES)
     for router in ROUTERS:
         api.include_router(router)
     app.include_router(api)

@@ -64,7 +64,9 @@ class TokenService:
     def revoke(self, label: str) -> None:
         """Delete the token: the next request bearing it is refused (NotFound: no such label)."""
         if not self._store.delete_token(label.strip()):
-            raise NotFound(f"No token labelled {label.strip()!r}; list them with `hivekeep tokens list`.")
+            raise NotFound(
+                f"No token labelled {label.strip()!r}; list them with `hivekeep tokens list`."
+            )
 
     def verify(self, token: str) -> TokenRecord | None:
         """The token's record if ``token`` is a live token of this hive, else None."""
@@ -84,4 +86,3 @@ class TokenService:
         if isinstance(key, str) and key.strip().isdigit():
             key = int(key)
         return self._store.get_agent(key.strip() if isinstance(key, str) else key).id
-

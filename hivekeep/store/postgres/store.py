@@ -71,9 +71,7 @@ def redact(url: str) -> str:
     return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@/]*@", r"\1:***@", url, flags=re.IGNORECASE)
 
 
-class PostgresStore(
-    VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, TokenRows
-):
+class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, TokenRows):
     """``Store`` on a PostgreSQL database with pgvector; see the module docstring.
 
     >>> store = PostgresStore("postgresql://hive@db.internal/hivekeep")   # doctest: +SKIP

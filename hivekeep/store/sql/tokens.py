@@ -45,15 +45,12 @@ class TokenRows(SqlRows):
                 "another label."
             ) from exc
         assert row is not None
-        return TokenRecord(
-            int(row[0]), token.label, token.agent_ids, token.read_only, now, None
-        )
+        return TokenRecord(int(row[0]), token.label, token.agent_ids, token.read_only, now, None)
 
     def token_by_key(self, key_id: str) -> StoredToken | None:
         with self._reading() as s:
             row = s.one(
-                f"SELECT {_COLUMNS}, key_id, salt, secret_hash FROM access_tokens "
-                "WHERE key_id = ?",
+                f"SELECT {_COLUMNS}, key_id, salt, secret_hash FROM access_tokens WHERE key_id = ?",
                 (key_id,),
             )
         if row is None:

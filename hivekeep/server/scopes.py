@@ -1,0 +1,140 @@
+"""What a scoped token may do: every /api route is classified here, and unknown ones refused.
+
+A request's ``Principal`` (``auth.py``) is the admin (``HIVEKEEP_API_TOKEN``, or anyone on a
+server without one) or a scoped token of the hive (``hive.tokens``). The rules, checked before any
+route runs (``check_route``):
+
+- a route of an agent (``{agent}`` in its path), or of a conversation (``{conversation_id}``),
+  of an agent outside the token's scope answers 404 with the very message of a missing one, so a
+  token cannot learn which other agents exist;
+- a route that acts on the whole hive as a person (creating an agent, forgetting any author's
+  shared memory) needs a token of every agent; managing tokens needs the admin token;
+- a read-only token gets 403 on every request that may change something: any method but GET,
+  HEAD and OPTIONS, except the few POSTs that only read (``READ_POSTS``, the reading tools);
+- a route missing from this table is refused to every token but the admin's (fail closed), and
+  ``tests/integration/test_scoped_tokens.py`` checks that every route of the app is in it.
+
+Listings (``GET /api/agents``) and the event stream filter themselves with ``Principal.sees``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from fastapi import HTTPException, Request
+
+from hivekeep import Hive, NotFound, TokenRecord
+from hivekeep.server.deps import resolve_agent, unknown_agent
+from hivekeep.server.guard import SAFE_METHODS
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request acts as: ``label`` None is the admin (every agent, every route)."""
+
+    label: str | None = None
+    agent_ids: frozenset[int] | None = None  # None: every agent
+    read_only: bool = False
+
+    @classmethod
+    def of(cls, token: TokenRecord) -> Principal:
+        ids = None if token.agent_ids is None else frozenset(token.agent_ids)
+        return cls(token.label, ids, token.read_only)
+
+    @property
+    def admin(self) -> bool:
+        return self.label is None
+
+    def sees(self, agent_id: int | None) -> bool:
+        """Whether this principal may act as (and see the events of) the agent."""
+        if self.agent_ids is None:
+            return True
+        return agent_id is not None and agent_id in self.agent_ids
+
+
+ADMIN = Principal()
+
+
+class Kind(Enum):
+    AGENT = "one agent's (the {agent} in its path)"
+    CONVERSATION = "one conversation's (its agent's)"
+    OPEN = "any principal (reads nothing of an agent, or filters by scope)"
+    EVERY_AGENT = "a person acting on the whole hive: a token of every agent"
+    ADMIN = "the admin token only"
+
+
+# Routes that name neither an agent nor a conversation, by path template.
+HIVE_ROUTES: dict[str, Kind] = {
+    "/api/agents": Kind.OPEN,  # GET lists only the token's agents; POST: see EVERY_AGENT_POSTS
+    "/api/memories/{memory_id}": Kind.EVERY_AGENT,  # a person forgets any author's shared memory
+    "/api/tools": Kind.OPEN,
+    "/api/tokens": Kind.OPEN,  # counts text with the profile's tokenizer
+    "/api/settings": Kind.OPEN,  # model specs, never a key
+    "/api/events": Kind.OPEN,  # the stream keeps to the token's agents
+    "/api/access-tokens": Kind.ADMIN,
+    "/api/access-tokens/{label}": Kind.ADMIN,
+    "/metrics": Kind.OPEN,
+}
+EVERY_AGENT_POSTS = frozenset({"/api/agents"})  # creating an agent is not acting as one
+READ_POSTS = frozenset({"/api/tokens"})  # POSTs that change nothing
+READ_TOOLS = frozenset({"recall", "list_memories", "review_memories"})
+TOOL_ROUTE = "/api/agents/{agent}/tools/{tool}"
+
+
+def route_kind(template: str) -> Kind | None:
+    if "{agent}" in template:
+        return Kind.AGENT
+    if "{conversation_id}" in template:
+        return Kind.CONVERSATION
+    return HIVE_ROUTES.get(template)
+
+
+def _forbidden(message: str) -> HTTPException:
+    return HTTPException(status_code=403, detail=message)
+
+
+def _mutates(request: Request, template: str) -> bool:
+    if request.method in SAFE_METHODS or template in READ_POSTS:
+        return False
+    return not (template == TOOL_ROUTE and request.path_params.get("tool") in READ_TOOLS)
+
+
+def check_route(hive: Hive, principal: Principal, request: Request, template: str) -> None:
+    """Raise 403 / 404 when ``principal`` may not make this request (the admin always may)."""
+    if principal.admin:
+        return
+    kind = route_kind(template)
+    if kind is None or kind is Kind.ADMIN:
+        raise _forbidden("This route needs the admin token (HIVEKEEP_API_TOKEN).")
+    if principal.read_only and _mutates(request, template):
+        raise _forbidden(
+            f"The token {principal.label!r} is read-only: it may read and recall, not change "
+            "anything."
+        )
+    every_agent = kind is Kind.EVERY_AGENT or (
+        request.method == "POST" and template in EVERY_AGENT_POSTS
+    )
+    if every_agent and principal.agent_ids is not None:
+        raise _forbidden(
+            f"The token {principal.label!r} acts only as some agents; this acts on the whole hive."
+        )
+    if kind is Kind.AGENT:
+        key = str(request.path_params["agent"])
+        if not principal.sees(resolve_agent(hive, key).id):
+            raise unknown_agent(key)  # the answer for an agent that does not exist
+    elif kind is Kind.CONVERSATION:
+        _check_conversation(hive, principal, str(request.path_params["conversation_id"]))
+
+
+def _check_conversation(hive: Hive, principal: Principal, text: str) -> None:
+    if not text.isdigit() or principal.agent_ids is None:
+        return  # the route refuses a malformed id; a token of every agent sees them all
+    conversation_id = int(text)
+    missing = NotFound(f"No conversation with id {conversation_id}.")  # the store's own words
+    try:
+        agent = hive.conversation_agent(conversation_id)
+    except NotFound:
+        raise missing from None
+    if not principal.sees(agent.id):
+        raise missing
