@@ -127,8 +127,7 @@ class Hive:
             self.store, self.settings, embeddings, defaults, llm, tool_schemas("openai")
         )
         self.events = self._services.events  # subscribe here: memory:*, profile:*, compacting:*
-        # scoped API tokens: hive.tokens.create / list / revoke / verify (docs/server.md)
-        self.tokens = TokenService(self.store)
+        self._tokens = TokenService(self.store)
         # PostgreSQL: events reach (and come from) every process on the hive (LISTEN/NOTIFY)
         self._relay: EventRelay | None = None
         if is_postgres_url(target):
@@ -318,6 +317,15 @@ class Hive:
             if outcome is not None:
                 maintained.append(outcome)
         return Resumed(bootstrap, tuple(maintained))
+
+    @property
+    def tokens(self) -> TokenService:
+        """The hive's scoped API tokens: ``create``, ``list``, ``revoke``, ``verify``
+        (docs/server.md, "Scoped tokens").
+
+        >>> hive.tokens.create("notes-app", ["assistant"], read_only=True).token  # doctest: +SKIP
+        """
+        return self._tokens
 
     # what interfaces show about the hive's set-up -----------------------------------------------
     @property
