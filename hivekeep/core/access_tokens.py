@@ -26,6 +26,11 @@ def compose(key_id: str, secret: str) -> str:
     return f"{PREFIX}{key_id}_{secret}"
 
 
+def is_scoped_token(text: str) -> bool:
+    """Whether ``text`` claims to be a scoped token (it may still be wrong, or revoked)."""
+    return text.startswith(PREFIX)
+
+
 def split(token: str) -> tuple[str, str] | None:
     """``(key id, secret)`` of a well-formed token, else None (never a hivekeep token)."""
     match = _TOKEN.fullmatch(token)

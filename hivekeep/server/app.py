@@ -11,15 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from importlib.metadata import version
 
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, Response
 from fastapi_offline import FastAPIOffline
 
 from hivekeep.hive import Hive
+from hivekeep.metrics import render
 from hivekeep.server.auth import API_PREFIX, bearer_auth
 from hivekeep.server.errors import ERROR_RESPONSES, install_error_handlers
 from hivekeep.server.events import HEARTBEAT_S, EventStreams
 from hivekeep.server.guard import AllowedHost, RequestGuard, allowed_hosts
 from hivekeep.server.limits import BodyLimit
+from hivekeep.server.observe import Observe
 from hivekeep.server.routes import ROUTERS
 from hivekeep.server.schemas import Health
 from hivekeep.server.ui import mount_ui
@@ -69,6 +71,7 @@ def create_app(
     if hosts is None:
         hosts = allowed_hosts(None, extra=hive.settings.allowed_hosts)
     app.add_middleware(RequestGuard, hosts=hosts)  # 421 / 403 / 415, before anything else
+    app.add_middleware(Observe)  # outermost: request id, metrics, access log for every answer
 
     @app.get("/api/health", tags=["health"])
     def health() -> Health:
@@ -80,5 +83,12 @@ def create_app(
     for router in ROUTERS:
         api.include_router(router)
     app.include_router(api)
+
+    @app.get("/metrics", tags=["metrics"], dependencies=[authorize], response_class=Response)
+    def metrics() -> Response:
+        """The server's metrics in the Prometheus text format (behind the same auth as /api)."""
+        body, content_type = render()
+        return Response(body, media_type=content_type)
+
     mount_ui(app)  # the web UI at /
     return app

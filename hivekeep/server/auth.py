@@ -9,8 +9,9 @@ Two kinds of token are accepted in ``Authorization: Bearer <token>``:
   refused by the very next request, whichever process revoked it.
 
 With an admin token set, a request without a token gets 401. Without one (a loopback-only
-server, as before scoped tokens), a request without a token acts as the admin, and a request
-that bears a token must bear a valid one (401 otherwise) and is held to its scope. The scheme is
+server, as before scoped tokens), a request without a token, or with one that is not shaped as a
+hivekeep token, acts as the admin, as it always did; a request that bears a scoped token must
+bear a live one (401 otherwise: revoked means refused) and is held to its scope. The scheme is
 declared through FastAPI's ``HTTPBearer``, which puts an "Authorize" button in /docs.
 """
 
@@ -22,8 +23,10 @@ from typing import Annotated, cast
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.types import Scope
 
 from hivekeep import Hive
+from hivekeep.core.access_tokens import is_scoped_token
 from hivekeep.server.scopes import ADMIN, Principal, check_route
 
 _bearer = HTTPBearer(
@@ -65,9 +68,9 @@ def _refused(message: str) -> HTTPException:
 
 def principal_of(hive: Hive, admin_token: str | None, bearer: str | None) -> Principal:
     """Who ``bearer`` (None: no Authorization header) acts as; 401 when it is no one."""
+    if admin_token is None and (bearer is None or not is_scoped_token(bearer)):
+        return ADMIN  # an open, loopback-only server (`hivekeep serve` refuses other binds)
     if bearer is None:
-        if admin_token is None:
-            return ADMIN  # an open, loopback-only server (`hivekeep serve` refuses other binds)
         raise _refused(
             "This server needs a bearer token: send `Authorization: Bearer <token>` with the "
             "server's HIVEKEEP_API_TOKEN or a token from `hivekeep tokens create`."
@@ -77,9 +80,9 @@ def principal_of(hive: Hive, admin_token: str | None, bearer: str | None) -> Pri
     token = hive.tokens.verify(bearer)
     if token is None:
         raise _refused(
-            "This bearer token is not valid here (wrong, or revoked): use a token from "
-            "`hivekeep tokens create` (see `hivekeep tokens list`) or the server's "
-            "HIVEKEEP_API_TOKEN."
+            "This token is not valid here (wrong, or revoked): send `Authorization: Bearer "
+            "<token>` with a token from `hivekeep tokens create` (see `hivekeep tokens list`) "
+            "or the server's HIVEKEEP_API_TOKEN."
         )
     return Principal.of(token)
 
@@ -99,18 +102,18 @@ def bearer_auth(admin_token: str | None) -> Callable[..., None]:
         bearer = credentials.credentials if credentials else None
         principal = principal_of(hive, admin_token, bearer)
         request.state.principal = principal
-        check_route(hive, principal, request, route_template(request))
+        check_route(hive, principal, request, route_template(request.scope))
 
     return authorize
 
 
-def route_template(request: Request) -> str:
+def route_template(scope: Scope) -> str:
     """The matched route's full path template, e.g. ``/api/agents/{agent}/memories``.
 
     FastAPI (0.16x) keeps an included router's routes relative to the ``/api`` prefix it was
     included under; older versions flatten them to full paths. Both are read the same here.
     """
-    path = str(request.scope["route"].path)
+    path = str(scope["route"].path)
     return (
         path
         if path == API_PREFIX or path.startswith((f"{API_PREFIX}/", "/metrics"))

@@ -30,6 +30,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from hivekeep.events import REPLAY, Event, EventBus
+from hivekeep.metrics import EVENT_SUBSCRIBERS
 from hivekeep.server.auth import PrincipalDep
 from hivekeep.server.deps import MAX_ID, HiveDep, resolve_agent, unknown_agent
 from hivekeep.server.scopes import ADMIN, Principal
@@ -130,6 +131,7 @@ async def stream_events(
     """Replay what was missed after ``after``, then live events, until the client leaves."""
     streams.add(subscription)
     bus.subscribe(subscription)  # before reading the buffer, so no event falls in between
+    EVENT_SUBSCRIBERS.inc()
     try:
         yield f"retry: {RETRY_MS}\n: connected\n\n"
         newest = 0
@@ -147,6 +149,7 @@ async def stream_events(
             if queued is not None and queued.id > newest:  # else: closing, or already replayed
                 yield format_event(queued)
     finally:
+        EVENT_SUBSCRIBERS.dec()
         bus.unsubscribe(subscription)
         streams.discard(subscription)
 

@@ -18,6 +18,7 @@ from hivekeep.core import fts_query
 from hivekeep.core.fusion import Ranked, fuse
 from hivekeep.core.subjects import about_named
 from hivekeep.errors import ProviderError
+from hivekeep.metrics import RECALL_SECONDS, timed
 from hivekeep.providers.base import RecallDefaults
 from hivekeep.services.embedding import EmbeddingService, FloatArray
 from hivekeep.store.base import MemoryFilter, MemoryRecord, Store
@@ -59,13 +60,16 @@ class RecallService:
         self, agent_id: int, query: str, pool: int, filters: MemoryFilter
     ) -> tuple[ArmResults, str | None]:
         """Both arms' candidates; the vector arm degrades to empty (with a warning) on failure."""
-        text = self.text_arm(agent_id, query, pool, filters)
-        try:
-            vector = self.embeddings.embed_one(query)
-        except ProviderError as exc:
-            log.warning("recall fell back to full-text only: %s", exc)
-            return ArmResults([], text), f"Vector search unavailable, full-text results only: {exc}"
-        return ArmResults(self.vector_arm(agent_id, vector, text, pool, filters), text), None
+        with timed(RECALL_SECONDS, arm="full_text"):
+            text = self.text_arm(agent_id, query, pool, filters)
+        with timed(RECALL_SECONDS, arm="vector"):
+            try:
+                vector = self.embeddings.embed_one(query)
+            except ProviderError as exc:
+                log.warning("recall fell back to full-text only: %s", exc)
+                warning = f"Vector search unavailable, full-text results only: {exc}"
+                return ArmResults([], text), warning
+            return ArmResults(self.vector_arm(agent_id, vector, text, pool, filters), text), None
 
     def vector_arm(
         self,
@@ -127,14 +131,16 @@ class RecallService:
             Ranked(arms.text, self.defaults.fts_weight),
         ]
         recency = {i: m.created_at for i, m in candidates.items()}
-        fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
+        with timed(RECALL_SECONDS, arm="fusion"):
+            fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
         weight = self.defaults.subject_weight or 0.0
         if weight and filters.subject is None:  # a subject filter already keeps only that subject
-            subjects = {i: m.subject for i, m in candidates.items()}
-            about = about_named(query, [i for i, _ in fused], subjects)
-            if about:
-                lists.append(Ranked(about, weight))
-                fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
+            with timed(RECALL_SECONDS, arm="subject"):
+                subjects = {i: m.subject for i, m in candidates.items()}
+                about = about_named(query, [i for i, _ in fused], subjects)
+                if about:
+                    lists.append(Ranked(about, weight))
+                    fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
         similarity = dict(arms.vector)
         hits = [
             RecallHit(candidates[i], score, similarity.get(i))
