@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from hivekeep.services.maintenance import MaintenanceOutcome
     from hivekeep.services.recall import RecallHit, RecallResult
     from hivekeep.services.review import Review, ReviewIssue
-    from hivekeep.services.tokens import CreatedToken, TokenService
+    from hivekeep.services.tokens import ADMIN, Access, CreatedToken, TokenService
     from hivekeep.services.transfer import ExportReport, ImportReport
     from hivekeep.store.base import (
         KEEP,
@@ -98,6 +98,8 @@ _LAZY = {
     "RecallResult": "hivekeep.services.recall",
     "Review": "hivekeep.services.review",
     "ReviewIssue": "hivekeep.services.review",
+    "ADMIN": "hivekeep.services.tokens",
+    "Access": "hivekeep.services.tokens",
     "CreatedToken": "hivekeep.services.tokens",
     "TokenService": "hivekeep.services.tokens",
     "ExportReport": "hivekeep.services.transfer",
@@ -124,9 +126,11 @@ _LAZY = {
 }
 
 __all__ = [
+    "ADMIN",
     "KEEP",
     "LLM",
     "MAX_MESSAGE_CHARS",
+    "Access",
     "Actor",
     "Agent",
     "AgentBusy",

@@ -37,7 +37,7 @@ HTTP_SECONDS = Histogram(
     "hivekeep_http_request_duration_seconds",
     "Time to answer an HTTP request (to the end of the body; a stream's whole life).",
     ["method", "route", "status"],
-    buckets=FAST[1:] + SLOW[3:],
+    buckets=FAST[1:] + SLOW[4:],
     registry=REGISTRY,
 )
 RECALL_SECONDS = Histogram(

@@ -1,4 +1,4 @@
-"""Bearer-token auth: who a request acts as (``scopes.Principal``), and whether it may.
+"""Bearer-token auth: who a request acts as (``Access``), and whether it may (``scopes.py``).
 
 Two kinds of token are accepted in ``Authorization: Bearer <token>``:
 
@@ -17,7 +17,6 @@ declared through FastAPI's ``HTTPBearer``, which puts an "Authorize" button in /
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 from typing import Annotated, cast
 
@@ -25,9 +24,8 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import Scope
 
-from hivekeep import Hive
-from hivekeep.core.access_tokens import is_scoped_token
-from hivekeep.server.scopes import ADMIN, Principal, check_route
+from hivekeep import Access, Hive
+from hivekeep.server.scopes import check_route
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -66,29 +64,8 @@ def _refused(message: str) -> HTTPException:
     return HTTPException(status_code=401, detail=message, headers={"WWW-Authenticate": "Bearer"})
 
 
-def principal_of(hive: Hive, admin_token: str | None, bearer: str | None) -> Principal:
-    """Who ``bearer`` (None: no Authorization header) acts as; 401 when it is no one."""
-    if admin_token is None and (bearer is None or not is_scoped_token(bearer)):
-        return ADMIN  # an open, loopback-only server (`hivekeep serve` refuses other binds)
-    if bearer is None:
-        raise _refused(
-            "This server needs a bearer token: send `Authorization: Bearer <token>` with the "
-            "server's HIVEKEEP_API_TOKEN or a token from `hivekeep tokens create`."
-        )
-    if admin_token is not None and hmac.compare_digest(bearer.encode(), admin_token.encode()):
-        return ADMIN
-    token = hive.tokens.verify(bearer)
-    if token is None:
-        raise _refused(
-            "This token is not valid here (wrong, or revoked): send `Authorization: Bearer "
-            "<token>` with a token from `hivekeep tokens create` (see `hivekeep tokens list`) "
-            "or the server's HIVEKEEP_API_TOKEN."
-        )
-    return Principal.of(token)
-
-
 def bearer_auth(admin_token: str | None) -> Callable[..., None]:
-    """A dependency that sets ``request.state.principal`` and refuses what it may not do."""
+    """A dependency that sets ``request.state.access`` and refuses what it may not do."""
     if admin_token is not None:
         problem = token_problem(admin_token)
         if problem is not None:
@@ -100,9 +77,15 @@ def bearer_auth(admin_token: str | None) -> Callable[..., None]:
     ) -> None:
         hive = cast(Hive, request.app.state.hive)
         bearer = credentials.credentials if credentials else None
-        principal = principal_of(hive, admin_token, bearer)
-        request.state.principal = principal
-        check_route(hive, principal, request, route_template(request.scope))
+        access = hive.tokens.authenticate(bearer, admin_token)
+        if access is None:
+            raise _refused(
+                "This server needs a valid bearer token (none was sent, or it is wrong or "
+                "revoked): send `Authorization: Bearer <token>` with the server's "
+                "HIVEKEEP_API_TOKEN or a token from `hivekeep tokens create`."
+            )
+        request.state.access = access
+        check_route(hive, access, request, route_template(request.scope))
 
     return authorize
 
@@ -121,9 +104,9 @@ def route_template(scope: Scope) -> str:
     )
 
 
-def principal(request: Request) -> Principal:
-    """The principal ``bearer_auth`` found for this request."""
-    return cast(Principal, request.state.principal)
+def request_access(request: Request) -> Access:
+    """Who ``bearer_auth`` found this request acts as."""
+    return cast(Access, request.state.access)
 
 
-PrincipalDep = Annotated[Principal, Depends(principal)]
+AccessDep = Annotated[Access, Depends(request_access)]

@@ -29,11 +29,11 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from hivekeep import ADMIN, Access
 from hivekeep.events import REPLAY, Event, EventBus
 from hivekeep.metrics import EVENT_SUBSCRIBERS
-from hivekeep.server.auth import PrincipalDep
+from hivekeep.server.auth import AccessDep
 from hivekeep.server.deps import MAX_ID, HiveDep, resolve_agent, unknown_agent
-from hivekeep.server.scopes import ADMIN, Principal
 
 HEARTBEAT_S = 15.0
 RETRY_MS = 3000  # how long a browser waits before reconnecting
@@ -59,18 +59,18 @@ class Subscription:
     """A bus subscriber that forwards (matching) events into one connection's asyncio queue."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, agent_id: int | None, principal: Principal = ADMIN
+        self, loop: asyncio.AbstractEventLoop, agent_id: int | None, access: Access = ADMIN
     ) -> None:
         self._loop = loop
         self.agent_id = agent_id
-        self.principal = principal  # a scoped token never gets another agent's events
+        self.access = access  # a scoped token never gets another agent's events
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=QUEUE_SIZE)
         self.overflowed = False
         self.closed = False
 
     def wants(self, event: Event) -> bool:
         chosen = self.agent_id is None or event.agent_id == self.agent_id
-        return chosen and self.principal.sees(event.agent_id)
+        return chosen and self.access.sees(event.agent_id)
 
     @property
     def finished(self) -> bool:
@@ -162,7 +162,7 @@ async def stream_events(
 async def events(
     request: Request,
     hive: HiveDep,
-    principal: PrincipalDep,
+    access: AccessDep,
     after: Annotated[
         int | None, Query(ge=0, le=MAX_ID, description="Replay events after this id.")
     ] = None,
@@ -180,9 +180,9 @@ async def events(
     agent_id = None
     if agent is not None:
         agent_id = (await run_in_threadpool(resolve_agent, hive, agent)).id
-        if not principal.sees(agent_id):
+        if not access.sees(agent_id):
             raise unknown_agent(agent)  # as for an agent that does not exist
-    subscription = Subscription(asyncio.get_running_loop(), agent_id, principal)
+    subscription = Subscription(asyncio.get_running_loop(), agent_id, access)
     start = last_event_id if last_event_id is not None else after
     return StreamingResponse(
         stream_events(

@@ -1,8 +1,8 @@
 """What a scoped token may do: every /api route is classified here, and unknown ones refused.
 
-A request's ``Principal`` (``auth.py``) is the admin (``HIVEKEEP_API_TOKEN``, or anyone on a
-server without one) or a scoped token of the hive (``hive.tokens``). The rules, checked before any
-route runs (``check_route``):
+A request's ``Access`` (``auth.py``, ``hive.tokens.authenticate``) is the admin
+(``HIVEKEEP_API_TOKEN``, or anyone on a server without one) or a scoped token of the hive. The
+rules, checked before any route runs (``check_route``):
 
 - a route of an agent (``{agent}`` in its path), or of a conversation (``{conversation_id}``),
   of an agent outside the token's scope answers 404 with the very message of a missing one, so a
@@ -10,56 +10,29 @@ route runs (``check_route``):
 - a route that acts on the whole hive as a person (creating an agent, forgetting any author's
   shared memory) needs a token of every agent; managing tokens needs the admin token;
 - a read-only token gets 403 on every request that may change something: any method but GET,
-  HEAD and OPTIONS, except the few POSTs that only read (``READ_POSTS``, the reading tools);
+  HEAD and OPTIONS, except the few POSTs that only read (``READ_POSTS``, ``READ_ONLY_TOOLS``);
 - a route missing from this table is refused to every token but the admin's (fail closed), and
   ``tests/integration/test_scoped_tokens.py`` checks that every route of the app is in it.
 
-Listings (``GET /api/agents``) and the event stream filter themselves with ``Principal.sees``.
+Listings (``GET /api/agents``) and the event stream filter themselves with ``Access.sees``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
 from fastapi import HTTPException, Request
 
-from hivekeep import Hive, NotFound, TokenRecord
+from hivekeep import Access, Hive, NotFound
 from hivekeep.server.deps import resolve_agent, unknown_agent
 from hivekeep.server.guard import SAFE_METHODS
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who a request acts as: ``label`` None is the admin (every agent, every route)."""
-
-    label: str | None = None
-    agent_ids: frozenset[int] | None = None  # None: every agent
-    read_only: bool = False
-
-    @classmethod
-    def of(cls, token: TokenRecord) -> Principal:
-        ids = None if token.agent_ids is None else frozenset(token.agent_ids)
-        return cls(token.label, ids, token.read_only)
-
-    @property
-    def admin(self) -> bool:
-        return self.label is None
-
-    def sees(self, agent_id: int | None) -> bool:
-        """Whether this principal may act as (and see the events of) the agent."""
-        if self.agent_ids is None:
-            return True
-        return agent_id is not None and agent_id in self.agent_ids
-
-
-ADMIN = Principal()
+from hivekeep.tools import READ_ONLY_TOOLS
 
 
 class Kind(Enum):
     AGENT = "one agent's (the {agent} in its path)"
     CONVERSATION = "one conversation's (its agent's)"
-    OPEN = "any principal (reads nothing of an agent, or filters by scope)"
+    OPEN = "any access (reads nothing of an agent, or filters by scope)"
     EVERY_AGENT = "a person acting on the whole hive: a token of every agent"
     ADMIN = "the admin token only"
 
@@ -78,7 +51,6 @@ HIVE_ROUTES: dict[str, Kind] = {
 }
 EVERY_AGENT_POSTS = frozenset({"/api/agents"})  # creating an agent is not acting as one
 READ_POSTS = frozenset({"/api/tokens"})  # POSTs that change nothing
-READ_TOOLS = frozenset({"recall", "list_memories", "review_memories"})
 TOOL_ROUTE = "/api/agents/{agent}/tools/{tool}"
 
 
@@ -97,38 +69,37 @@ def _forbidden(message: str) -> HTTPException:
 def _mutates(request: Request, template: str) -> bool:
     if request.method in SAFE_METHODS or template in READ_POSTS:
         return False
-    return not (template == TOOL_ROUTE and request.path_params.get("tool") in READ_TOOLS)
+    return not (template == TOOL_ROUTE and request.path_params.get("tool") in READ_ONLY_TOOLS)
 
 
-def check_route(hive: Hive, principal: Principal, request: Request, template: str) -> None:
-    """Raise 403 / 404 when ``principal`` may not make this request (the admin always may)."""
-    if principal.admin:
+def check_route(hive: Hive, access: Access, request: Request, template: str) -> None:
+    """Raise 403 / 404 when ``access`` may not make this request (the admin always may)."""
+    if access.admin:
         return
     kind = route_kind(template)
     if kind is None or kind is Kind.ADMIN:
         raise _forbidden("This route needs the admin token (HIVEKEEP_API_TOKEN).")
-    if principal.read_only and _mutates(request, template):
+    if access.read_only and _mutates(request, template):
         raise _forbidden(
-            f"The token {principal.label!r} is read-only: it may read and recall, not change "
-            "anything."
+            f"The token {access.label!r} is read-only: it may read and recall, not change anything."
         )
     every_agent = kind is Kind.EVERY_AGENT or (
         request.method == "POST" and template in EVERY_AGENT_POSTS
     )
-    if every_agent and principal.agent_ids is not None:
+    if every_agent and access.agent_ids is not None:
         raise _forbidden(
-            f"The token {principal.label!r} acts only as some agents; this acts on the whole hive."
+            f"The token {access.label!r} acts only as some agents; this acts on the whole hive."
         )
     if kind is Kind.AGENT:
         key = str(request.path_params["agent"])
-        if not principal.sees(resolve_agent(hive, key).id):
+        if not access.sees(resolve_agent(hive, key).id):
             raise unknown_agent(key)  # the answer for an agent that does not exist
     elif kind is Kind.CONVERSATION:
-        _check_conversation(hive, principal, str(request.path_params["conversation_id"]))
+        _check_conversation(hive, access, str(request.path_params["conversation_id"]))
 
 
-def _check_conversation(hive: Hive, principal: Principal, text: str) -> None:
-    if not text.isdigit() or principal.agent_ids is None:
+def _check_conversation(hive: Hive, access: Access, text: str) -> None:
+    if not text.isdigit() or access.agent_ids is None:
         return  # the route refuses a malformed id; a token of every agent sees them all
     conversation_id = int(text)
     missing = NotFound(f"No conversation with id {conversation_id}.")  # the store's own words
@@ -136,5 +107,5 @@ def _check_conversation(hive: Hive, principal: Principal, text: str) -> None:
         agent = hive.conversation_agent(conversation_id)
     except NotFound:
         raise missing from None
-    if not principal.sees(agent.id):
+    if not access.sees(agent.id):
         raise missing

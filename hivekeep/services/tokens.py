@@ -7,6 +7,7 @@ token is refused by the very next request of every running server (no cache to i
 
 from __future__ import annotations
 
+import hmac
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,34 @@ from hivekeep.store.base import Store
 from hivekeep.store.tokens import NewToken, TokenRecord
 
 TOUCH_EVERY = timedelta(minutes=1)  # ``last_used_at`` precision: one write a minute per token
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who a server request acts as: ``label`` None is the admin (every agent, every route);
+    else a scoped token, of ``agent_ids`` (None: every agent), maybe read-only."""
+
+    label: str | None = None
+    agent_ids: frozenset[int] | None = None
+    read_only: bool = False
+
+    @classmethod
+    def of(cls, token: TokenRecord) -> Access:
+        ids = None if token.agent_ids is None else frozenset(token.agent_ids)
+        return cls(token.label, ids, token.read_only)
+
+    @property
+    def admin(self) -> bool:
+        return self.label is None
+
+    def sees(self, agent_id: int | None) -> bool:
+        """Whether this may act as (and see the events of) the agent."""
+        if self.agent_ids is None:
+            return True
+        return agent_id is not None and agent_id in self.agent_ids
+
+
+ADMIN = Access()
 
 
 @dataclass(frozen=True)
@@ -81,6 +110,23 @@ class TokenService:
             stored.record.id, format_timestamp(now), format_timestamp(now - TOUCH_EVERY)
         )
         return stored.record
+
+    def authenticate(self, bearer: str | None, admin_token: str | None) -> Access | None:
+        """Who a request bearing ``bearer`` (None: no token) acts as on a server whose admin
+        token is ``admin_token``; None: refused (401). The rules of docs/server.md:
+
+        - the admin token (compared in constant time): the admin;
+        - no admin token, and no bearer or one not shaped as a scoped token: the admin (an open,
+          loopback-only server, as before scoped tokens);
+        - otherwise a live scoped token of this hive, or refused (revoked means refused).
+        """
+        if admin_token is not None and bearer is not None:
+            if hmac.compare_digest(bearer.encode(), admin_token.encode()):
+                return ADMIN
+        elif admin_token is None and (bearer is None or not access_tokens.is_scoped_token(bearer)):
+            return ADMIN
+        token = None if bearer is None else self.verify(bearer)
+        return None if token is None else Access.of(token)
 
     def _agent_id(self, key: int | str) -> int:
         if isinstance(key, str) and key.strip().isdigit():
