@@ -39,6 +39,7 @@ class Kind(Enum):
 
 # Routes that name neither an agent nor a conversation, by path template.
 HIVE_ROUTES: dict[str, Kind] = {
+    "/api/health": Kind.OPEN,  # no token needed at all
     "/api/agents": Kind.OPEN,  # GET lists only the token's agents; POST: see EVERY_AGENT_POSTS
     "/api/memories/{memory_id}": Kind.EVERY_AGENT,  # a person forgets any author's shared memory
     "/api/tools": Kind.OPEN,

@@ -32,9 +32,9 @@ class Access:
     read_only: bool = False
 
     @classmethod
-    def of(cls, token: TokenRecord) -> Access:
-        ids = None if token.agent_ids is None else frozenset(token.agent_ids)
-        return cls(token.label, ids, token.read_only)
+    def of(cls, record: TokenRecord) -> Access:
+        ids = None if record.agent_ids is None else frozenset(record.agent_ids)
+        return cls(record.label, ids, record.read_only)
 
     @property
     def admin(self) -> bool:
@@ -125,8 +125,8 @@ class TokenService:
                 return ADMIN
         elif admin_token is None and (bearer is None or not access_tokens.is_scoped_token(bearer)):
             return ADMIN
-        token = None if bearer is None else self.verify(bearer)
-        return None if token is None else Access.of(token)
+        found = None if bearer is None else self.verify(bearer)
+        return None if found is None else Access.of(found)
 
     def _agent_id(self, key: int | str) -> int:
         if isinstance(key, str) and key.strip().isdigit():

@@ -27,6 +27,7 @@ SCRUBBED_ENV = (
     "HIVEKEEP_DB",
     "HIVEKEEP_AGENT",
     "HIVEKEEP_EMBEDDINGS",
+    "HIVEKEEP_LOG_FORMAT",
     "MEMORY_SIMILARITY_THRESHOLD",
     "MEMORY_RRF_K",
     "MEMORY_FTS_BOOST",
@@ -34,11 +35,11 @@ SCRUBBED_ENV = (
 )
 
 
-def server_env(token: str | None = None) -> dict[str, str]:
+def server_env(token: str | None = None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
     if token is not None:
         env["HIVEKEEP_API_TOKEN"] = token
-    return env
+    return {**env, **extra}
 
 
 def serve_command(*args: str) -> list[str]:
@@ -81,15 +82,16 @@ class Server:
             self.process.wait()
 
 
-def start_server(db: Path, log: Path, *, token: str | None = None) -> Server:
-    """Start ``hivekeep serve`` on a free port and wait until /api/health answers."""
+def start_server(db: Path, log: Path, *, token: str | None = None, **env: str) -> Server:
+    """Start ``hivekeep serve`` on a free port and wait until /api/health answers; ``env``:
+    more environment variables (e.g. ``HIVEKEEP_LOG_FORMAT="json"``)."""
     port = free_port()
     with log.open("wb") as sink:
         process = subprocess.Popen(
             serve_command("--port", str(port), "--db", str(db)),
             stdout=sink,
             stderr=subprocess.STDOUT,
-            env=server_env(token),
+            env=server_env(token, **env),
         )
     server = Server(f"http://127.0.0.1:{port}", process, log, token)
     deadline = time.monotonic() + START_TIMEOUT_S
