@@ -178,7 +178,7 @@ class TokenGate:
                     scope, receive, send
                 )
                 return
-            receive = _replay(body)
+            receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
 
@@ -200,17 +200,18 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
             return body
 
 
-def _replay(body: bytes) -> Receive:
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body already read, then the client's own messages (its disconnect, when it leaves)."""
     sent = False
 
-    async def receive() -> Message:
+    async def replayed() -> Message:
         nonlocal sent
         if sent:
-            return {"type": "http.disconnect"}
+            return await receive()
         sent = True
         return {"type": "http.request", "body": body, "more_body": False}
 
-    return receive
+    return replayed
 
 
 def _calls_a_writing_tool(body: bytes) -> bool:

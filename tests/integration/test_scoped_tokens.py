@@ -20,8 +20,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
 
 from hivekeep import Hive, Settings
 from hivekeep.providers.embeddings.local import LocalEmbedder
@@ -34,10 +39,12 @@ from tests.integration.server_support import (
     server_env,
     start_server,
 )
+from tests.integration.test_mcp import free_port, wait_for_port
 
 ADMIN = f"admin-{secrets.token_hex(16)}"
 MUTATING = ("post", "put", "patch", "delete")
 STREAM_TIMEOUT = httpx.Timeout(10.0)
+MCP = (sys.executable, "-m", "hivekeep", "mcp")
 
 
 @pytest.fixture(scope="module")
@@ -314,3 +321,78 @@ def test_the_event_stream_of_a_scoped_token_carries_only_its_agents_events(
                 if event.data["type"] == "memory:created":
                     break
     assert [e["agent_id"] for e in seen] == [alice_id]
+
+
+@pytest.fixture(scope="module")
+def mcp_url(hive_file: Path) -> Iterator[str]:
+    """``hivekeep mcp --agent alice --http PORT`` on the same hive, with the admin token set."""
+    port = free_port()
+    log = hive_file.with_name("mcp.log")
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [*MCP, "--agent", "alice", "--db", str(hive_file), "--http", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=server_env(ADMIN),
+        )
+    try:
+        wait_for_port(port, process, log)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+def rpc(url: str, token: str | None, method: str, params: dict[str, Any]) -> httpx.Response:
+    """One JSON-RPC request over plain HTTP, as any MCP client first sends."""
+    headers = {"Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return httpx.post(url, json=body, headers=headers, timeout=30, trust_env=False)
+
+
+def mcp_recall(url: str, token: str, query: str) -> CallToolResult:
+    async def main() -> CallToolResult:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with (
+            httpx2.AsyncClient(headers=headers) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            return await client.call_tool("recall", {"query": query})
+
+    return anyio.run(main)
+
+
+def test_mcp_over_http_holds_tokens_to_their_agent_and_their_rights(
+    mcp_url: str, hive_file: Path
+) -> None:
+    initialize = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    }
+    assert rpc(mcp_url, None, "initialize", initialize).status_code == 401
+    forged = "hk_0000000000000000_" + "x" * 43
+    assert rpc(mcp_url, forged, "initialize", initialize).status_code == 401
+    bob_token = create_token(hive_file, "bob-mcp", "--agent", "bob")
+    assert rpc(mcp_url, bob_token, "initialize", initialize).status_code == 403
+    reader = create_token(hive_file, "alice-mcp-ro", "--agent", "alice", "--read-only")
+    for tool in sorted(set(TOOLS_BY_NAME) - READ_ONLY_TOOLS):
+        call_ = {
+            "name": tool,
+            "arguments": {"content": "Alice now lives in Porto.", "category": "fact"},
+        }
+        refused = rpc(mcp_url, reader, "tools/call", call_)
+        assert refused.status_code == 403, (tool, refused.text)
+    recalled = mcp_recall(mcp_url, reader, "spare keys")
+    assert not recalled.is_error
+    assert "blue jar" in str(recalled.structured_content)
+    assert "Porto" not in str(recalled.structured_content)
+    cli(hive_file, "tokens", "revoke", "alice-mcp-ro")
+    assert rpc(mcp_url, reader, "initialize", initialize).status_code == 401
+    # the admin token, and a read-write token of alice, may write
+    writer = create_token(hive_file, "alice-mcp-rw", "--agent", "alice")
+    assert rpc(mcp_url, writer, "initialize", initialize).status_code == 200
+    assert rpc(mcp_url, ADMIN, "initialize", initialize).status_code == 200
