@@ -14,7 +14,7 @@ export function status(text) { document.getElementById("status").textContent = t
 function showTokenForm() {
   const form = document.getElementById("token-form");
   form.hidden = false;
-  status("This server needs its API token.");
+  status("This server needs a token: its API token, or a scoped one from `hivekeep tokens create`.");
   document.getElementById("token-input").focus();
 }
 
