@@ -65,7 +65,13 @@ def create(
 @db_option
 @json_option
 def list_tokens(db: str, as_json: bool) -> None:
-    """List tokens: label, scope, created, last used (never the token itself)."""
+    """List tokens: label, scope, created, last used (never the token itself).
+
+    Example:
+
+    \b
+        hivekeep tokens list --json
+    """
     with open_hive(db) as hive:
         records = hive.tokens.list()
         if as_json:
@@ -85,7 +91,13 @@ def list_tokens(db: str, as_json: bool) -> None:
 @click.argument("label")
 @db_option
 def revoke(label: str, db: str) -> None:
-    """Revoke the token labelled LABEL: refused at once, by running servers too."""
+    """Revoke the token labelled LABEL: refused at once, by running servers too.
+
+    Example:
+
+    \b
+        hivekeep tokens revoke notes-app
+    """
     with open_hive(db) as hive:
         hive.tokens.revoke(label)
         echo(f"Revoked token {label.strip()!r}.")

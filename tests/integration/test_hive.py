@@ -143,7 +143,7 @@ def test_version_4_file_gets_ownerless_shared_memories(
         alice.forget(gone.memory.id)
     monkeypatch.undo()
     with Hive(db_path, embedder=table, settings=Settings()) as hive:
-        assert migrations.current_version(hive.store._conn) == 7  # type: ignore[attr-defined]
+        assert migrations.current_version(hive.store._conn) == migrations.LATEST  # type: ignore[attr-defined]
         kept = hive.delete_agent("alice")
         assert (kept.private_memories, kept.shared_memories) == (1, 1)
         bob = hive.get_agent("bob")
