@@ -276,8 +276,8 @@ class Settings:
         "HIVEKEEP_LOG_FORMAT",
         _log_format,
         "text",
-        "Log lines of `hivekeep serve` and `hivekeep mcp`: `text`, or `json` (one object a line: "
-        "time, level, logger, message, agent, request_id). See "
+        "Log lines of `hivekeep serve` and `hivekeep mcp --http`: `text`, or `json` (one object "
+        "a line: time, level, logger, message, agent, request_id). See "
         "[docs/server.md](docs/server.md#logs).",
     )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -233,11 +234,17 @@ def _calls_a_writing_tool(body: bytes) -> bool:
     return False
 
 
-def serve_http(agent: Agent, port: int, authenticate: Authenticate) -> None:
+def serve_http(
+    agent: Agent, port: int, authenticate: Authenticate, log_format: str = "text"
+) -> None:
     """Serve ``agent`` over streamable HTTP at ``http://127.0.0.1:PORT/mcp`` until interrupted;
-    ``authenticate`` tells who a request's bearer token (None: none) acts as, or None: refused."""
+    ``authenticate`` tells who a request's bearer token (None: none) acts as, or None: refused.
+    Warnings and errors are logged in ``log_format`` (``HIVEKEEP_LOG_FORMAT``)."""
     import uvicorn
+
+    from hivekeep.logs import configure
 
     app = build_server(agent).streamable_http_app(streamable_http_path=HTTP_PATH, host=HTTP_HOST)
     gated = TokenGate(app, agent.id, authenticate)
-    uvicorn.run(gated, host=HTTP_HOST, port=port, log_level="warning")
+    configure(log_format, logging.WARNING)
+    uvicorn.run(gated, host=HTTP_HOST, port=port, log_config=None, log_level="warning")

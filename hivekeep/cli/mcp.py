@@ -58,9 +58,8 @@ def mcp(agent_key: str, db: str, port: int | None, create: bool, role: str) -> N
             err=True,
         )
         admin_token = os.environ.get(API_TOKEN.env, "").strip() or None
-        serve_http(
-            agent, port, functools.partial(hive.tokens.authenticate, admin_token=admin_token)
-        )
+        authenticate = functools.partial(hive.tokens.authenticate, admin_token=admin_token)
+        serve_http(agent, port, authenticate, hive.settings.log_format)
 
 
 def _agent(hive: Hive, key: str, *, create: bool, role: str) -> Agent:
