@@ -6,25 +6,16 @@ with the profile's tokenizer.) A new token is in the response once; only its has
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
-from pydantic import Field
 
 from hivekeep import Hive
 from hivekeep.server.deps import HiveDep
-from hivekeep.server.schemas import AGENT_NAME, Body
+from hivekeep.server.schemas import AccessTokenOut, CreatedAccessToken, NewAccessToken
 from hivekeep.views import token_view
 
 router = APIRouter(prefix="/access-tokens", tags=["access tokens"])
-
-
-class NewAccessToken(Body):
-    label: str = Field(min_length=1, max_length=64, description="A name for the token.")
-    agents: list[Annotated[str, AGENT_NAME]] = Field(
-        default_factory=list, max_length=100, description="Agents it acts as (none: every agent)."
-    )
-    read_only: bool = Field(default=False, description="May read and recall, change nothing.")
 
 
 def _names(hive: Hive) -> dict[int, str]:
@@ -32,17 +23,17 @@ def _names(hive: Hive) -> dict[int, str]:
 
 
 @router.get("")
-def list_access_tokens(hive: HiveDep) -> list[dict[str, Any]]:
+def list_access_tokens(hive: HiveDep) -> list[AccessTokenOut]:
     """Every token: label, agents, read_only, created_at, last_used_at (never the token)."""
     names = _names(hive)
-    return [token_view(record, names) for record in hive.tokens.list()]
+    return [AccessTokenOut(**token_view(record, names)) for record in hive.tokens.list()]
 
 
 @router.post("", status_code=201, responses={409: {"description": "The label is taken."}})
-def create_access_token(body: NewAccessToken, hive: HiveDep) -> dict[str, Any]:
+def create_access_token(body: NewAccessToken, hive: HiveDep) -> CreatedAccessToken:
     """A new token; ``token`` is in this response only."""
     created = hive.tokens.create(body.label, body.agents, read_only=body.read_only)
-    return {**token_view(created.record, _names(hive)), "token": created.token}
+    return CreatedAccessToken(**token_view(created.record, _names(hive)), token=created.token)
 
 
 @router.delete("/{label}", status_code=204)
