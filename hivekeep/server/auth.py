@@ -97,11 +97,8 @@ def route_template(scope: Scope) -> str:
     included under; older versions flatten them to full paths. Both are read the same here.
     """
     path = str(scope["route"].path)
-    return (
-        path
-        if path == API_PREFIX or path.startswith((f"{API_PREFIX}/", "/metrics"))
-        else (API_PREFIX + path)
-    )
+    under_api = str(scope["path"]).startswith(f"{API_PREFIX}/")
+    return API_PREFIX + path if under_api and not path.startswith(f"{API_PREFIX}/") else path
 
 
 def request_access(request: Request) -> Access:

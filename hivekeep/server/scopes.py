@@ -91,6 +91,8 @@ def check_route(hive: Hive, access: Access, request: Request, template: str) -> 
         raise _forbidden(
             f"The token {access.label!r} acts only as some agents; this acts on the whole hive."
         )
+    if access.agent_ids is None:
+        return  # a token of every agent: nothing more to check
     if kind is Kind.AGENT:
         key = str(request.path_params["agent"])
         if not access.sees(resolve_agent(hive, key).id):
@@ -100,8 +102,8 @@ def check_route(hive: Hive, access: Access, request: Request, template: str) -> 
 
 
 def _check_conversation(hive: Hive, access: Access, text: str) -> None:
-    if not text.isdigit() or access.agent_ids is None:
-        return  # the route refuses a malformed id; a token of every agent sees them all
+    if not text.isdigit():
+        return  # the route refuses a malformed id
     conversation_id = int(text)
     missing = NotFound(f"No conversation with id {conversation_id}.")  # the store's own words
     try:

@@ -53,6 +53,8 @@ def test_metrics_are_behind_the_api_auth_and_count_what_the_server_did(server: S
     recalled = api.post("/api/agents/metered/tools/recall", json={"query": "vault code"})
     assert recalled.status_code == 200
     assert api.get("/api/agents/nobody").status_code == 404
+    assert api.get("/").status_code == 200  # the web UI's page
+    assert api.get(f"/api/no-such-route/{secrets.token_hex(4)}").status_code == 404
 
     with api.stream("GET", "/api/events", timeout=httpx.Timeout(10.0)) as stream:
         events = read_sse(stream)  # held: a dropped reader would close the stream
@@ -71,6 +73,9 @@ def test_metrics_are_behind_the_api_auth_and_count_what_the_server_did(server: S
         value(requests, "hivekeep_http_requests_total", route="/api/agents/{agent}", status="404")
         == 1
     )
+    assert value(requests, "hivekeep_http_requests_total", route="/", method="GET") == 1
+    unmatched = [s for s in requests if s.labels.get("route") == "unmatched"]
+    assert unmatched and all("no-such-route" not in str(s.labels) for s in requests)
     latency = families["hivekeep_http_request_duration_seconds"]
     assert value(latency, "hivekeep_http_request_duration_seconds_count", route=route) == 2
     memorized = families["hivekeep_memorize"]
