@@ -82,7 +82,7 @@ class Server:
             self.process.wait()
 
 
-def start_server(db: Path, log: Path, *, token: str | None = None, **env: str) -> Server:
+def start_server(db: Path | str, log: Path, *, token: str | None = None, **env: str) -> Server:
     """Start ``hivekeep serve`` on a free port and wait until /api/health answers; ``env``:
     more environment variables (e.g. ``HIVEKEEP_LOG_FORMAT="json"``)."""
     port = free_port()

@@ -396,3 +396,31 @@ def test_mcp_over_http_holds_tokens_to_their_agent_and_their_rights(
     writer = create_token(hive_file, "alice-mcp-rw", "--agent", "alice")
     assert rpc(mcp_url, writer, "initialize", initialize).status_code == 200
     assert rpc(mcp_url, ADMIN, "initialize", initialize).status_code == 200
+
+
+def test_on_postgresql_a_scoped_token_is_held_to_its_agent_and_revoked_at_once(
+    tmp_path: Path,
+) -> None:
+    from tests.postgres import postgres_url
+
+    with postgres_url() as url:
+        with Hive(url, embedder=LocalEmbedder(), settings=Settings()) as hive:
+            hive.create_agent("alice")
+            hive.create_agent("bob")
+            token = hive.tokens.create("pg-app", ["alice"], read_only=True).token
+            _, key_id, secret = token.split("_", 2)
+            stored = hive.store.token_by_key(key_id)  # the row as PostgreSQL holds it
+            assert stored is not None and secret not in str(stored)
+            expected = hmac.new(bytes.fromhex(stored.salt), secret.encode(), hashlib.sha256)
+            assert stored.secret_hash == expected.hexdigest()
+        server = start_server(url, tmp_path / "serve.log", token=ADMIN)
+        try:
+            client = server.client(token=token)
+            assert [a["name"] for a in client.get("/api/agents").json()["agents"]] == ["alice"]
+            assert client.get("/api/agents/bob").status_code == 404
+            memory = {"content": "Alice plays the cello.", "category": "fact"}
+            assert client.post("/api/agents/alice/memories", json=memory).status_code == 403
+            assert server.client().delete("/api/access-tokens/pg-app").status_code == 204
+            assert client.get("/api/agents/alice").status_code == 401
+        finally:
+            server.stop()
