@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from hivekeep.services.maintenance import MaintenanceOutcome
     from hivekeep.services.recall import RecallHit, RecallResult
     from hivekeep.services.review import Review, ReviewIssue
-    from hivekeep.services.tokens import ADMIN, Access, CreatedToken, TokenService
+    from hivekeep.services.tokens import Access, CreatedToken, TokenService
     from hivekeep.services.transfer import ExportReport, ImportReport
     from hivekeep.store.base import (
         KEEP,
@@ -98,7 +98,6 @@ _LAZY = {
     "RecallResult": "hivekeep.services.recall",
     "Review": "hivekeep.services.review",
     "ReviewIssue": "hivekeep.services.review",
-    "ADMIN": "hivekeep.services.tokens",
     "Access": "hivekeep.services.tokens",
     "CreatedToken": "hivekeep.services.tokens",
     "TokenService": "hivekeep.services.tokens",
@@ -126,7 +125,6 @@ _LAZY = {
 }
 
 __all__ = [
-    "ADMIN",
     "KEEP",
     "LLM",
     "MAX_MESSAGE_CHARS",

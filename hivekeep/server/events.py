@@ -29,7 +29,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from hivekeep import ADMIN, Access
+from hivekeep import Access
 from hivekeep.events import REPLAY, Event, EventBus
 from hivekeep.metrics import EVENT_SUBSCRIBERS
 from hivekeep.server.auth import AccessDep
@@ -38,6 +38,7 @@ from hivekeep.server.deps import MAX_ID, HiveDep, resolve_agent, unknown_agent
 HEARTBEAT_S = 15.0
 RETRY_MS = 3000  # how long a browser waits before reconnecting
 QUEUE_SIZE = REPLAY + 1024  # room for a full replay plus a burst
+EVERYONE = Access()  # the admin: every agent's events
 
 router = APIRouter(tags=["events"])
 
@@ -59,7 +60,7 @@ class Subscription:
     """A bus subscriber that forwards (matching) events into one connection's asyncio queue."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, agent_id: int | None, access: Access = ADMIN
+        self, loop: asyncio.AbstractEventLoop, agent_id: int | None, access: Access = EVERYONE
     ) -> None:
         self._loop = loop
         self.agent_id = agent_id
