@@ -424,3 +424,18 @@ def test_on_postgresql_a_scoped_token_is_held_to_its_agent_and_revoked_at_once(
             assert client.get("/api/agents/alice").status_code == 401
         finally:
             server.stop()
+
+
+def test_scoped_tokens_do_not_let_a_server_without_the_admin_token_bind_beyond_loopback(
+    hive_file: Path,
+) -> None:
+    create_token(hive_file, "public-hopes", "--agent", "alice")
+    refused = subprocess.run(
+        [sys.executable, "-m", "hivekeep", "serve", "--host", "0.0.0.0", "--port", "0", "--db", str(hive_file)],
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 1
+    assert "Refusing to listen on 0.0.0.0" in refused.stderr
