@@ -36,6 +36,7 @@ from hivekeep.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME
 from tests.integration.server_support import (
     Server,
     read_sse,
+    serve_command,
     server_env,
     start_server,
 )
@@ -431,7 +432,7 @@ def test_scoped_tokens_do_not_let_a_server_without_the_admin_token_bind_beyond_l
 ) -> None:
     create_token(hive_file, "public-hopes", "--agent", "alice")
     refused = subprocess.run(
-        [sys.executable, "-m", "hivekeep", "serve", "--host", "0.0.0.0", "--port", "0", "--db", str(hive_file)],
+        serve_command("--host", "0.0.0.0", "--port", "0", "--db", str(hive_file)),
         env=server_env(),
         capture_output=True,
         text=True,
