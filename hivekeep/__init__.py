@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from hivekeep.services.maintenance import MaintenanceOutcome
     from hivekeep.services.recall import RecallHit, RecallResult
     from hivekeep.services.review import Review, ReviewIssue
+    from hivekeep.services.tokens import Access, CreatedToken, TokenService
     from hivekeep.services.transfer import ExportReport, ImportReport
     from hivekeep.store.base import (
         KEEP,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
         ToolCallRecord,
     )
     from hivekeep.store.leases import AgentBusy
+    from hivekeep.store.tokens import TokenRecord
     from hivekeep.tools import tool_schemas
     from hivekeep.types import Actor, Category, Operation, Scope, Source
 
@@ -97,6 +99,9 @@ _LAZY = {
     "RecallResult": "hivekeep.services.recall",
     "Review": "hivekeep.services.review",
     "ReviewIssue": "hivekeep.services.review",
+    "Access": "hivekeep.services.tokens",
+    "CreatedToken": "hivekeep.services.tokens",
+    "TokenService": "hivekeep.services.tokens",
     "ExportReport": "hivekeep.services.transfer",
     "ImportReport": "hivekeep.services.transfer",
     "KEEP": "hivekeep.store.base",
@@ -111,6 +116,7 @@ _LAZY = {
     "SummaryRecord": "hivekeep.store.conversations",
     "ToolCallRecord": "hivekeep.store.conversations",
     "AgentBusy": "hivekeep.store.leases",
+    "TokenRecord": "hivekeep.store.tokens",
     "tool_schemas": "hivekeep.tools",
     "Actor": "hivekeep.types",
     "Category": "hivekeep.types",
@@ -123,6 +129,7 @@ __all__ = [
     "KEEP",
     "LLM",
     "MAX_MESSAGE_CHARS",
+    "Access",
     "Actor",
     "Agent",
     "AgentBusy",
@@ -142,6 +149,7 @@ __all__ = [
     "ConflictError",
     "Context",
     "ConversationRecord",
+    "CreatedToken",
     "Embedder",
     "EmbedderMismatch",
     "EmbeddingSpace",
@@ -173,6 +181,8 @@ __all__ = [
     "StoreError",
     "SummaryRecord",
     "TextDelta",
+    "TokenRecord",
+    "TokenService",
     "ToolCall",
     "ToolCallRecord",
     "ToolUse",

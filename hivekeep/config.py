@@ -92,6 +92,13 @@ def _switch(value: str) -> str:
     return switch
 
 
+def _log_format(value: str) -> str:
+    kind = value.strip().lower()
+    if kind not in ("text", "json"):
+        raise ValueError("must be text or json")
+    return kind
+
+
 def _synchronous(value: str) -> str:
     mode = value.strip().upper()
     if mode not in ("NORMAL", "FULL"):
@@ -307,6 +314,14 @@ class Settings:
         "Comma-separated public names (`host` or `host:port`) that `hivekeep serve` answers to "
         "besides 127.0.0.1, localhost, [::1] and `--host`; needs `HIVEKEEP_API_TOKEN`.",
     )
+    log_format: str = _setting(
+        "HIVEKEEP_LOG_FORMAT",
+        _log_format,
+        "text",
+        "Log lines of `hivekeep serve` and `hivekeep mcp --http`: `text`, or `json` (one object "
+        "a line: time, level, logger, message, agent, request_id). See "
+        "[docs/server.md](docs/server.md#logs).",
+    )
 
     def __post_init__(self) -> None:
         for setting in SETTINGS:  # built in Python or from the environment: the same rules
@@ -406,8 +421,9 @@ class Variable:
 API_TOKEN = Variable(
     "HIVEKEEP_API_TOKEN",
     None,
-    "Bearer token of `hivekeep serve`: required to listen beyond 127.0.0.1; when set, every "
-    "`/api` route but `/api/health` needs `Authorization: Bearer <token>`.",
+    "The admin bearer token of `hivekeep serve` (every agent, every route): required to listen "
+    "beyond 127.0.0.1; when set, every `/api` route but `/api/health`, and `/metrics`, need "
+    "`Authorization: Bearer <token>` (this token or a scoped one from `hivekeep tokens create`).",
 )
 SERVE_HOST = Variable(
     "HIVEKEEP_HOST", "127.0.0.1", "Where `hivekeep serve` listens (same as `--host`)."

@@ -29,6 +29,7 @@ from hivekeep.services.archive import Backfill, Progress
 from hivekeep.services.compile import BootstrapOutcome
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.services.maintenance import MaintenanceOutcome
+from hivekeep.services.tokens import TokenService
 from hivekeep.services.wiring import wire
 from hivekeep.store.base import (
     KEEP,
@@ -128,6 +129,7 @@ class Hive:
             self.store, self.settings, embeddings, defaults, llm, tool_schemas("openai")
         )
         self.events = self._services.events  # subscribe here: memory:*, profile:*, compacting:*
+        self._tokens = TokenService(self.store)
         # PostgreSQL: events reach (and come from) every process on the hive (LISTEN/NOTIFY)
         self._relay: EventRelay | None = None
         if is_postgres_url(target):
@@ -365,6 +367,15 @@ class Hive:
         """The model id a ``provider:model`` spec gives here (with the credentials set in this
         process); ValidationError when it cannot work."""
         return self._services.llms.build(spec).model_id
+
+    @property
+    def tokens(self) -> TokenService:
+        """The hive's scoped API tokens: ``create``, ``list``, ``revoke``, ``verify``
+        (docs/server.md, "Scoped tokens").
+
+        >>> hive.tokens.create("notes-app", ["assistant"], read_only=True).token  # doctest: +SKIP
+        """
+        return self._tokens
 
     # what interfaces show about the hive's set-up -----------------------------------------------
     @property

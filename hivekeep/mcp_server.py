@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,16 +25,20 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hivekeep.tools import TOOLS_BY_NAME, tool_schemas
+from hivekeep.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, tool_schemas
 
 if TYPE_CHECKING:
+    from hivekeep import Access
     from hivekeep.agent import Agent
 
 T = TypeVar("T")
 
 SERVER_NAME = "hivekeep"
-HTTP_HOST = "127.0.0.1"  # no authentication: the HTTP transport is for this machine only
+HTTP_HOST = "127.0.0.1"  # the HTTP transport is for this machine only (tokens: ``TokenGate``)
 HTTP_PATH = "/mcp"
 PROFILE_MIME_TYPE = "text/markdown"
 
@@ -135,9 +140,111 @@ def serve_stdio(agent: Agent) -> None:
     anyio.run(main)
 
 
-def serve_http(agent: Agent, port: int) -> None:
-    """Serve ``agent`` over streamable HTTP at ``http://127.0.0.1:PORT/mcp`` until interrupted."""
+class TokenGate:
+    """The bearer-token rules of ``hivekeep serve`` in front of the MCP HTTP transport.
+
+    Each request is checked against the hive (``Authenticate``: ``hive.tokens.authenticate``,
+    so a revoked token is refused at once): 401 without a valid token (when the hive needs one),
+    403 for a token that does not act as this agent, and 403 for a read-only token's call of a
+    tool that changes something (the JSON-RPC body is read to tell, up to ``MAX_BODY`` bytes).
+    """
+
+    MAX_BODY = 1024 * 1024
+
+    def __init__(self, app: ASGIApp, agent_id: int, authenticate: Authenticate) -> None:
+        self.app = app
+        self.agent_id = agent_id
+        self.authenticate = authenticate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = Headers(scope=scope).get("authorization", "")
+        scheme, _, credentials = header.partition(" ")
+        bearer = credentials.strip() if scheme.lower() == "bearer" and credentials else None
+        access = await anyio.to_thread.run_sync(self.authenticate, bearer)
+        if access is None:
+            await _refusal(401, "A valid bearer token is needed (wrong, or revoked).")(
+                scope, receive, send
+            )
+            return
+        if not access.sees(self.agent_id):
+            await _refusal(403, "This token does not act as this agent.")(scope, receive, send)
+            return
+        if access.read_only and scope["method"] == "POST":
+            body = await _read_body(receive, self.MAX_BODY)
+            if _calls_a_writing_tool(body):
+                await _refusal(403, "This token is read-only: it may recall, not change.")(
+                    scope, receive, send
+                )
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, receive, send)
+
+
+Authenticate = Callable[[str | None], "Access | None"]
+
+
+def _refusal(status: int, message: str) -> JSONResponse:
+    code = "unauthorized" if status == 401 else "forbidden"
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"error": {"code": code, "message": message}}, status, headers=headers)
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        body += bytes(message.get("body", b""))
+        if not message.get("more_body") or len(body) > limit:
+            return body
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body already read, then the client's own messages (its disconnect, when it leaves)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed
+
+
+def _calls_a_writing_tool(body: bytes) -> bool:
+    """Whether a JSON-RPC message (or batch) calls a tool outside ``READ_ONLY_TOOLS``; a body
+    that cannot be read counts as one (refused rather than guessed)."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return True
+    messages = parsed if isinstance(parsed, list) else [parsed]
+    for message in messages:
+        if not isinstance(message, dict):
+            return True
+        if message.get("method") == "tools/call":
+            params = message.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            if name not in READ_ONLY_TOOLS:
+                return True
+    return False
+
+
+def serve_http(
+    agent: Agent, port: int, authenticate: Authenticate, log_format: str = "text"
+) -> None:
+    """Serve ``agent`` over streamable HTTP at ``http://127.0.0.1:PORT/mcp`` until interrupted;
+    ``authenticate`` tells who a request's bearer token (None: none) acts as, or None: refused.
+    Warnings and errors are logged in ``log_format`` (``HIVEKEEP_LOG_FORMAT``)."""
     import uvicorn
 
+    from hivekeep.logs import configure
+
     app = build_server(agent).streamable_http_app(streamable_http_path=HTTP_PATH, host=HTTP_HOST)
-    uvicorn.run(app, host=HTTP_HOST, port=port, log_level="warning")
+    gated = TokenGate(app, agent.id, authenticate)
+    configure(log_format, logging.WARNING)
+    uvicorn.run(gated, host=HTTP_HOST, port=port, log_config=None, log_level="warning")

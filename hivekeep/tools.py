@@ -342,6 +342,8 @@ TOOLS: tuple[Tool, ...] = (
     ),
 )
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+# The tools that change nothing: all a read-only API token may call (docs/server.md).
+READ_ONLY_TOOLS = frozenset({"recall", "list_memories", "review_memories"})
 
 
 def validate(name: str, **arguments: Any) -> Any:

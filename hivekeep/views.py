@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +14,7 @@ from hivekeep.store.base import (
     ProfileVersion,
     TrashedMemory,
 )
+from hivekeep.store.tokens import TokenRecord
 
 
 def memory_view(
@@ -146,3 +147,18 @@ def deletion_summary(name: str, gone: AgentFootprint) -> str:
 def _count(number: int, noun: str) -> str:
     plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
     return f"{number} {noun if number == 1 else plural}"
+
+
+def token_view(token: TokenRecord, agent_names: Mapping[int, str]) -> dict[str, Any]:
+    """A scoped token as JSON (never its secret): ``agents`` by name, null for every agent; a
+    deleted agent's id is left out (ids are never reused, so it grants nothing)."""
+    agents = None
+    if token.agent_ids is not None:
+        agents = [agent_names[i] for i in token.agent_ids if i in agent_names]
+    return {
+        "label": token.label,
+        "agents": agents,
+        "read_only": token.read_only,
+        "created_at": token.created_at,
+        "last_used_at": token.last_used_at,
+    }

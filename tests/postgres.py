@@ -42,6 +42,7 @@ _server_url: str | None = None
 _free: list[str] = []  # migrated, empty schemas ready for the next hive
 _made: list[str] = []  # every schema this process created (dropped at exit on a shared server)
 _DELETE_ORDER = [  # children before parents
+    "access_tokens",
     "messages",
     "summaries",
     "conversations",

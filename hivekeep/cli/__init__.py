@@ -56,6 +56,7 @@ COMMANDS = {
     "trash": ("history:trash", "List the agent's forgotten memories still in the trash."),
     "purge": ("history:purge", "Erase a memory for good: no restore, no history."),
     "bench": ("bench:bench", "Measure recall, writes and embedding on this hive."),
+    "tokens": ("tokens:tokens", "Scoped API tokens: create, list, revoke."),
 }
 
 _DB_KEY = "hivekeep.db"

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import os
+
 import click
 
 from hivekeep import Agent, Hive, NotFound
 from hivekeep.cli import agent_option, db_option, open_hive
+from hivekeep.config import API_TOKEN
 
 
 @click.command()
@@ -28,7 +32,10 @@ def mcp(agent_key: str, db: str, port: int | None, create: bool, role: str) -> N
     """Serve the agent's memory tools and profile over MCP (stdio by default).
 
     The seven memory tools act as the agent; its profile is the resource
-    hivekeep://agents/NAME/profile and is in the server's instructions. A missing agent is an
+    hivekeep://agents/NAME/profile and is in the server's instructions. Over --http, requests
+    need a bearer token when HIVEKEEP_API_TOKEN is set (it, or a scoped token of this agent from
+    `hivekeep tokens create`); a scoped token is always checked, and a read-only one may only
+    call the tools that change nothing. A missing agent is an
     error unless --create is given (a typo in a host's config must not start a new, empty
     memory). Example:
 
@@ -50,7 +57,9 @@ def mcp(agent_key: str, db: str, port: int | None, create: bool, role: str) -> N
             f"http://{HTTP_HOST}:{port}{HTTP_PATH} (Ctrl-C to stop).",
             err=True,
         )
-        serve_http(agent, port)
+        admin_token = os.environ.get(API_TOKEN.env, "").strip() or None
+        authenticate = functools.partial(hive.tokens.authenticate, admin_token=admin_token)
+        serve_http(agent, port, authenticate, hive.settings.log_format)
 
 
 def _agent(hive: Hive, key: str, *, create: bool, role: str) -> Agent:

@@ -14,16 +14,18 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, Response
 from fastapi.responses import RedirectResponse
 from fastapi_offline import FastAPIOffline
 
 from hivekeep.hive import Hive
-from hivekeep.server.auth import bearer_auth
+from hivekeep.metrics import render
+from hivekeep.server.auth import API_PREFIX, bearer_auth
 from hivekeep.server.errors import ERROR_RESPONSES, install_error_handlers
 from hivekeep.server.events import HEARTBEAT_S, EventStreams
 from hivekeep.server.guard import AllowedHost, RequestGuard, allowed_hosts
 from hivekeep.server.limits import BodyLimit
+from hivekeep.server.observe import Observe
 from hivekeep.server.routes import ROUTERS
 from hivekeep.server.schemas import Health
 from hivekeep.server.ui import mount_ui
@@ -90,6 +92,7 @@ def create_app(
     if hosts is None:
         hosts = allowed_hosts(None, extra=hive.settings.allowed_hosts)
     app.add_middleware(RequestGuard, hosts=hosts)  # 421 / 403 / 415, before anything else
+    app.add_middleware(Observe)  # outermost: request id, metrics, access log for every answer
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> RedirectResponse:
@@ -100,13 +103,17 @@ def create_app(
         """Liveness, open without a token (it reveals nothing of the hive)."""
         return Health(status="ok", version=app.version, auth=token is not None)
 
-    api = APIRouter(
-        prefix="/api",
-        dependencies=[Depends(bearer_auth(token))] if token is not None else [],
-        responses=ERROR_RESPONSES,
-    )
+    authorize = Depends(bearer_auth(token))  # who the request acts as, and may it (scopes.py)
+    api = APIRouter(prefix=API_PREFIX, dependencies=[authorize], responses=ERROR_RESPONSES)
     for router in ROUTERS:
         api.include_router(router)
     app.include_router(api)
+
+    @app.get("/metrics", tags=["metrics"], dependencies=[authorize], response_class=Response)
+    def metrics() -> Response:
+        """The server's metrics in the Prometheus text format (behind the same auth as /api)."""
+        body, content_type = render()
+        return Response(body, media_type=content_type)
+
     mount_ui(app)  # the web UI at /
     return app

@@ -19,14 +19,24 @@ def get_hive(request: Request) -> Hive:
 HiveDep = Annotated[Hive, Depends(get_hive)]
 
 
+def unknown_agent(key: str) -> AgentNotFound:
+    """The 404 for ``key`` when no agent answers to it: the same text whether the agent does not
+    exist or a scoped token may not see it (``scopes.py``)."""
+    bare = key.strip()
+    named: int | str = bare
+    if bare.isdigit():  # as ``Hive.get_agent`` takes it: an id, unless too big to be one
+        named = int(bare) if int(bare) <= MAX_ID else key
+    return AgentNotFound(f"No agent {named!r}. List agents with GET /api/agents.")
+
+
 def resolve_agent(hive: Hive, key: str) -> Agent:
     """The agent by id (digits) or name; NotFound (404) for anything else."""
     try:
         if key.strip().isdigit() and int(key) > MAX_ID:
-            raise AgentNotFound(f"No agent {key!r}.")
+            raise AgentNotFound
         return hive.get_agent(key)
-    except AgentNotFound as exc:
-        raise AgentNotFound(f"{exc} List agents with GET /api/agents.") from None
+    except AgentNotFound:
+        raise unknown_agent(key) from None
 
 
 def get_agent(

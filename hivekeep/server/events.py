@@ -29,13 +29,17 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from hivekeep import Access
 from hivekeep.core.bounds import MAX_ID
 from hivekeep.events import REPLAY, Event, EventBus
-from hivekeep.server.deps import HiveDep, resolve_agent
+from hivekeep.metrics import EVENT_SUBSCRIBERS
+from hivekeep.server.auth import AccessDep
+from hivekeep.server.deps import HiveDep, resolve_agent, unknown_agent
 
 HEARTBEAT_S = 15.0
 RETRY_MS = 3000  # how long a browser waits before reconnecting
 QUEUE_SIZE = REPLAY + 1024  # room for a full replay plus a burst
+EVERYONE = Access()  # the admin: every agent's events
 
 router = APIRouter(tags=["events"])
 
@@ -56,15 +60,19 @@ def format_event(event: Event) -> str:
 class Subscription:
     """A bus subscriber that forwards (matching) events into one connection's asyncio queue."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, agent_id: int | None) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, agent_id: int | None, access: Access = EVERYONE
+    ) -> None:
         self._loop = loop
         self.agent_id = agent_id
+        self.access = access  # a scoped token never gets another agent's events
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=QUEUE_SIZE)
         self.overflowed = False
         self.closed = False
 
     def wants(self, event: Event) -> bool:
-        return self.agent_id is None or event.agent_id == self.agent_id
+        chosen = self.agent_id is None or event.agent_id == self.agent_id
+        return chosen and self.access.sees(event.agent_id)
 
     @property
     def finished(self) -> bool:
@@ -125,6 +133,7 @@ async def stream_events(
     """Replay what was missed after ``after``, then live events, until the client leaves."""
     streams.add(subscription)
     bus.subscribe(subscription)  # before reading the buffer, so no event falls in between
+    EVENT_SUBSCRIBERS.inc()
     try:
         yield f"retry: {RETRY_MS}\n: connected\n\n"
         newest = 0
@@ -142,6 +151,7 @@ async def stream_events(
             if queued is not None and queued.id > newest:  # else: closing, or already replayed
                 yield format_event(queued)
     finally:
+        EVENT_SUBSCRIBERS.dec()
         bus.unsubscribe(subscription)
         streams.discard(subscription)
 
@@ -154,6 +164,7 @@ async def stream_events(
 async def events(
     request: Request,
     hive: HiveDep,
+    access: AccessDep,
     after: Annotated[
         int | None, Query(ge=0, le=MAX_ID, description="Replay events after this id.")
     ] = None,
@@ -166,11 +177,14 @@ async def events(
         Header(ge=0, le=MAX_ID, description="Sent by reconnecting clients; wins over ?after."),
     ] = None,
 ) -> StreamingResponse:
-    """Live events: memory:created|updated|deleted, profile:updated, compacting:*."""
+    """Live events: memory:created|updated|deleted, profile:updated, compacting:*; a scoped
+    token gets only its agents' events."""
     agent_id = None
     if agent is not None:
         agent_id = (await run_in_threadpool(resolve_agent, hive, agent)).id
-    subscription = Subscription(asyncio.get_running_loop(), agent_id)
+        if not access.sees(agent_id):
+            raise unknown_agent(agent)  # as for an agent that does not exist
+    subscription = Subscription(asyncio.get_running_loop(), agent_id, access)
     start = last_event_id if last_event_id is not None else after
     return StreamingResponse(
         stream_events(

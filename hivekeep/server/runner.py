@@ -14,6 +14,7 @@ from types import FrameType
 import uvicorn
 
 from hivekeep.hive import Hive
+from hivekeep.logs import configure as configure_logging
 from hivekeep.server.app import create_app
 from hivekeep.server.events import EventStreams
 from hivekeep.server.guard import allowed_hosts
@@ -76,7 +77,13 @@ def run_server(hive: Hive, *, host: str, port: int, token: str | None = None) ->
     app = create_app(hive, token=token, hosts=hosts)
     if _upkeep_wanted(hive):
         threading.Thread(target=_resume, args=(hive,), name="hivekeep-resume", daemon=True).start()
+    configure_logging(hive.settings.log_format)  # HIVEKEEP_LOG_FORMAT: text or json
     config = uvicorn.Config(
-        app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, log_level="info"
+        app,
+        host=host,
+        port=port,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        log_config=None,  # uvicorn's lines go through our handler (and its format) too
+        access_log=False,  # ``observe.Observe`` logs each request, without its query string
     )
     _Server(config, app.state.event_streams).run()

@@ -7,7 +7,7 @@ mirror ``hivekeep.views.memory_view``, the one JSON shape of a memory.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -72,6 +72,29 @@ class TokenText(Body):
 
 class TokenCount(BaseModel):
     tokens: int
+
+
+# scoped API tokens (docs/server.md) -------------------------------------------------------------
+class NewAccessToken(Body):
+    label: str = Field(min_length=1, max_length=64, description="A name for the token.")
+    agents: list[Annotated[str, AGENT_NAME]] = Field(
+        default_factory=list, max_length=100, description="Agents it acts as (none: every agent)."
+    )
+    read_only: bool = Field(default=False, description="May read and recall, change nothing.")
+
+
+class AccessTokenOut(BaseModel):
+    """``token_view``: a token's label and scope, never its secret."""
+
+    label: str
+    agents: list[str] | None = Field(description="By name; null: every agent.")
+    read_only: bool
+    created_at: str
+    last_used_at: str | None
+
+
+class CreatedAccessToken(AccessTokenOut):
+    token: str = Field(description="The token itself: in this response only.")
 
 
 # memories ---------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule
 from hivekeep.core.text import clean_text, embedding_text, normalise_text
 from hivekeep.errors import ProviderError, ValidationError
 from hivekeep.events import EventBus
+from hivekeep.metrics import MEMORIZED
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.services.newer import with_newer
 from hivekeep.store.base import (
@@ -28,7 +29,7 @@ from hivekeep.store.base import (
 )
 from hivekeep.store.rows import first_version
 from hivekeep.store.vector_cache import subject_key
-from hivekeep.types import Actor
+from hivekeep.types import Actor, EmbeddingState
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ class ArchiveService:
                         first = replace(first_version(result.memory), changed_by=by)
                         self.store.put_memory_versions(result.memory.id, [first])
         for result in inserted:
+            MEMORIZED.labels(outcome=_outcome(result.duplicate, result.memory)).inc()
             if not result.duplicate:
                 self._publish("memory:created", result.memory)
         return [Memorized(r.memory, r.duplicate, r.similar, r.merged_version) for r in inserted]
@@ -252,6 +254,13 @@ def _clean_field(value: str, name: str) -> str:
 def _optional(value: str | None, name: str) -> str | None:
     """An optional text field: None stays None, and so does one that cleans to nothing."""
     return None if value is None else (_clean_field(value, name) or None)
+
+
+def _outcome(duplicate: bool, memory: MemoryRecord) -> str:
+    """A write's ``hivekeep_memorize`` outcome."""
+    if duplicate:
+        return "duplicate"
+    return "pending_embedding" if memory.embedding_state is EmbeddingState.PENDING else "stored"
 
 
 def _cleaned(memory: NewMemory) -> NewMemory:

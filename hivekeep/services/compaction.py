@@ -20,6 +20,7 @@ from hivekeep.core.tokens import count_tokens
 from hivekeep.core.transcript import fold_messages, merge_messages, transcript
 from hivekeep.errors import HivekeepError, ProviderError
 from hivekeep.events import EventBus
+from hivekeep.metrics import COMPACTION, COMPACTION_SECONDS, timed
 from hivekeep.providers.llm.base import LLM
 from hivekeep.services.conversation import ConversationService, dated
 from hivekeep.services.llms import LLMResolver
@@ -117,8 +118,10 @@ class CompactionService:
     ) -> CompactionOutcome:
         """One compaction run. Raises AgentBusy if one is already running for this agent; every
         other failure is returned (status ``error``), recorded and published, never raised."""
-        with AgentLease(self.store, agent.id):
-            return self._run(agent, conversation_id, force)
+        with AgentLease(self.store, agent.id), timed(COMPACTION_SECONDS):
+            outcome = self._run(agent, conversation_id, force)
+        COMPACTION.labels(outcome=outcome.status).inc()
+        return outcome
 
     def _run(self, agent: AgentRecord, conversation_id: int, force: bool) -> CompactionOutcome:
         self.events.publish(

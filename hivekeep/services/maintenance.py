@@ -22,6 +22,7 @@ from hivekeep.core import maintenance as m
 from hivekeep.core.messages import Message
 from hivekeep.core.transcript import DatedText, summary_heading, transcript
 from hivekeep.errors import HivekeepError, NotFound, ProviderError
+from hivekeep.metrics import MAINTENANCE, MAINTENANCE_SECONDS, timed
 from hivekeep.providers.llm.base import LLM
 from hivekeep.services.archive import ArchiveService
 from hivekeep.services.profile import ProfileService
@@ -90,6 +91,14 @@ class MaintenanceService:
         return self.run(agent_id, agent_name, llm, chosen)
 
     def run(
+        self, agent_id: int, agent_name: str, llm: LLM, summaries: Sequence[SummaryRecord]
+    ) -> MaintenanceOutcome:
+        with timed(MAINTENANCE_SECONDS):
+            outcome = self._run(agent_id, agent_name, llm, summaries)
+        MAINTENANCE.labels(outcome=outcome.status).inc()
+        return outcome
+
+    def _run(
         self, agent_id: int, agent_name: str, llm: LLM, summaries: Sequence[SummaryRecord]
     ) -> MaintenanceOutcome:
         ids = tuple(s.id for s in summaries)

@@ -22,6 +22,7 @@ from hivekeep.core.fusion import Ranked, fuse
 from hivekeep.core.subjects import about_named
 from hivekeep.core.time_words import asks_when, mentions_time
 from hivekeep.errors import ProviderError
+from hivekeep.metrics import RECALL_SECONDS, timed
 from hivekeep.providers.base import RecallDefaults
 from hivekeep.services.embedding import EmbeddingService, FloatArray
 from hivekeep.services.newer import with_newer
@@ -83,14 +84,16 @@ class RecallService:
         Hits found only by words every memory holds (see ``_telling``) neither steer the vector
         arm nor rank among the others: those the vector arm missed come back as ``faint``, fused
         after everything else (a word in every memory tells nothing, as BM25 weighs it)."""
-        text, every_word, untelling = self._text_hits(agent_id, query, pool, filters)
-        try:
-            vector = self.embeddings.embed_one(query)
-        except ProviderError as exc:
-            log.warning("recall fell back to full-text only: %s", exc)
-            warning = f"Vector search unavailable, full-text results only: {exc}"
-            return ArmResults([], (text + untelling)[:pool], every_word), warning
-        vectors = self.vector_arm(agent_id, vector, text, pool, filters)
+        with timed(RECALL_SECONDS, arm="full_text"):
+            text, every_word, untelling = self._text_hits(agent_id, query, pool, filters)
+        with timed(RECALL_SECONDS, arm="vector"):
+            try:
+                vector = self.embeddings.embed_one(query)
+            except ProviderError as exc:
+                log.warning("recall fell back to full-text only: %s", exc)
+                warning = f"Vector search unavailable, full-text results only: {exc}"
+                return ArmResults([], (text + untelling)[:pool], every_word), warning
+            vectors = self.vector_arm(agent_id, vector, text, pool, filters)
         near = {i for i, _ in vectors}
         faint = [i for i in untelling if i not in near]
         return ArmResults(vectors, text, every_word, faint), None
@@ -213,10 +216,12 @@ class RecallService:
             Ranked(arms.faint, self.defaults.fts_weight * FAINT_WEIGHT),
         ]
         recency = {i: m.created_at for i, m in candidates.items()}
-        fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
-        extra = self._bonus_lists(query, [i for i, _ in fused], candidates, filters)
-        if extra:
-            fused = fuse([*lists, *extra], k=self.defaults.rrf_k, recency=recency)
+        with timed(RECALL_SECONDS, arm="fusion"):
+            fused = fuse(lists, k=self.defaults.rrf_k, recency=recency)
+        with timed(RECALL_SECONDS, arm="subject"):  # the bonus lists: subject, time
+            extra = self._bonus_lists(query, [i for i, _ in fused], candidates, filters)
+            if extra:
+                fused = fuse([*lists, *extra], k=self.defaults.rrf_k, recency=recency)
         similarity = dict(arms.vector)
         ranked = [(candidates[i], score) for i, score in fused if i in candidates][:limit]
         shown = with_newer(self.store, agent_id, [memory for memory, _ in ranked])

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hivekeep.errors import StoreError
+from hivekeep.metrics import track_vector_cache
 from hivekeep.store.base import MemoryFilter, Vector
 from hivekeep.store.vector_matrix import CATEGORY_CODES, Matrix
 from hivekeep.types import Scope
@@ -113,6 +114,7 @@ class VectorCache:
         self._subjects: dict[str, int] = {}
         self._dirty = False  # holds changes of a transaction that has not committed yet
         self.loads = 0  # full loads so far (tests and benchmarks read it)
+        track_vector_cache(self)  # hivekeep_vector_cache_vectors
 
     def __len__(self) -> int:
         return len(self._where)

@@ -27,6 +27,7 @@ SCRUBBED_ENV = (
     "HIVEKEEP_DB",
     "HIVEKEEP_AGENT",
     "HIVEKEEP_EMBEDDINGS",
+    "HIVEKEEP_LOG_FORMAT",
     "MEMORY_SIMILARITY_THRESHOLD",
     "MEMORY_RRF_K",
     "MEMORY_FTS_BOOST",
@@ -34,11 +35,11 @@ SCRUBBED_ENV = (
 )
 
 
-def server_env(token: str | None = None) -> dict[str, str]:
+def server_env(token: str | None = None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
     if token is not None:
         env["HIVEKEEP_API_TOKEN"] = token
-    return env
+    return {**env, **extra}
 
 
 def _with(base: dict[str, str], changes: dict[str, str | None]) -> dict[str, str]:
@@ -87,17 +88,22 @@ class Server:
 
 
 def start_server(
-    db: Path, log: Path, *, token: str | None = None, env: dict[str, str | None] | None = None
+    db: Path | str,
+    log: Path,
+    *,
+    token: str | None = None,
+    env: dict[str, str | None] | None = None,
+    **extra: str,
 ) -> Server:
-    """Start ``hivekeep serve`` on a free port and wait until /api/health answers; ``env``: more
-    variables for it (None: unset one)."""
+    """Start ``hivekeep serve`` on a free port and wait until /api/health answers; ``env`` and
+    ``extra``: more variables for it (None in ``env``: unset one)."""
     port = free_port()
     with log.open("wb") as sink:
         process = subprocess.Popen(
             serve_command("--port", str(port), "--db", str(db)),
             stdout=sink,
             stderr=subprocess.STDOUT,
-            env=_with(server_env(token), env or {}),
+            env=_with(server_env(token, **extra), env or {}),
         )
     server = Server(f"http://127.0.0.1:{port}", process, log, token)
     deadline = time.monotonic() + START_TIMEOUT_S

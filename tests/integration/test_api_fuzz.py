@@ -76,6 +76,10 @@ FUZZED = (
     "GET /api/agents/{agent}/profile/history",
     "POST /api/agents/{agent}/profile/restore",
     "GET /api/agents/{agent}/trash",
+    "GET /api/access-tokens",
+    "POST /api/access-tokens",
+    "DELETE /api/access-tokens/{label}",
+    "GET /metrics",
 )
 BIG = 2**63  # one past SQLite's largest integer
 # Values that reach past validation into the store: out-of-range integers, dates at the edges of

@@ -115,7 +115,7 @@ def test_older_file_is_migrated_on_open(
             "Sold the old car"
         ]  # found through the date indexed by m002
     conn = apsw.Connection(str(db_path))
-    assert migrations.current_version(conn) == migrations.LATEST == 9
+    assert migrations.current_version(conn) == migrations.LATEST == 10
     assert migrations.pending(conn) == []
 
 

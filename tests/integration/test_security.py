@@ -21,11 +21,11 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi.security import HTTPAuthorizationCredentials
-from starlette.exceptions import HTTPException
 
 import hivekeep.server.auth as auth
+import hivekeep.services.tokens as token_service
 from hivekeep import Hive
+from hivekeep.core import access_tokens
 from hivekeep.server import create_app
 from tests.integration.server_support import (
     Server,
@@ -123,48 +123,50 @@ def test_the_right_token_is_accepted_on_every_api_route(secured: Server, hive: H
         assert response.status_code < 500, (method, url, response.text)
 
 
-def test_the_token_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Code-level: ``auth.py`` compares with ``hmac.compare_digest`` and never with ``==``."""
-    source = inspect.getsource(auth)
-    tree = ast.parse(source)
-    calls = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "compare_digest"
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "hmac"
-    ]
-    assert len(calls) == 1
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Compare):
-            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-            assert not names & {"given", "expected", "token", "credentials"}, ast.unparse(node)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            assert node.func.attr not in {"startswith", "endswith", "find"}, ast.unparse(node)
+def test_the_token_is_compared_in_constant_time(
+    monkeypatch: pytest.MonkeyPatch, table_hive: Hive
+) -> None:
+    """Code-level: the admin token (``services/tokens.py``) and a scoped token's hash
+    (``core/access_tokens.py``) are compared with ``hmac.compare_digest``, never with ``==``."""
+    for module in (token_service, access_tokens):
+        tree = ast.parse(inspect.getsource(module))
+        calls = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "compare_digest"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "hmac"
+        ]
+        assert len(calls) == 1, module.__name__
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and any(
+                isinstance(op, ast.Eq | ast.NotEq) for op in node.ops
+            ):  # ``is None`` tells no secret; ``==`` would stop at the first wrong byte
+                names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                secret = {"bearer", "admin_token", "secret", "stored_hash", "token"}
+                assert not names & secret, ast.unparse(node)
 
-    # and at run time the dependency goes through it, for right and wrong tokens alike
-    compared: list[tuple[bytes, bytes]] = []
+    # and at run time every check goes through it, for right and wrong tokens alike
+    compared: list[tuple[Any, Any]] = []
     real = hmac.compare_digest
 
-    def spy(a: bytes, b: bytes) -> bool:
+    def spy(a: Any, b: Any) -> bool:
         compared.append((a, b))
         return bool(real(a, b))
 
-    monkeypatch.setattr(hmac, "compare_digest", spy)  # the module auth.py calls it on
-    require = auth.bearer_auth(TOKEN)
-    require(HTTPAuthorizationCredentials(scheme="Bearer", credentials=TOKEN))
-    with pytest.raises(HTTPException) as refused:
-        require(HTTPAuthorizationCredentials(scheme="Bearer", credentials="nope"))
-    assert refused.value.status_code == 401
-    with pytest.raises(HTTPException):
-        require(None)
-    assert compared == [
-        (TOKEN.encode(), TOKEN.encode()),
-        (b"nope", TOKEN.encode()),
-        (b"", TOKEN.encode()),
-    ]
+    monkeypatch.setattr(hmac, "compare_digest", spy)  # the module both files call it on
+    assert table_hive.tokens.authenticate(TOKEN, TOKEN) is not None
+    assert table_hive.tokens.authenticate("nope", TOKEN) is None
+    assert table_hive.tokens.authenticate(None, TOKEN) is None  # nothing sent: nothing to time
+    assert compared == [(TOKEN.encode(), TOKEN.encode()), (b"nope", TOKEN.encode())]
+    scoped = table_hive.tokens.create("timed").token
+    compared.clear()
+    assert table_hive.tokens.authenticate(scoped, TOKEN) is not None
+    wrong = scoped[:-1] + ("B" if scoped.endswith("A") else "A")  # one character off
+    assert table_hive.tokens.authenticate(wrong, TOKEN) is None
+    assert len(compared) == 4  # the admin token, then the stored hash, each time
     with pytest.raises(ValueError, match="must not be empty"):
         auth.bearer_auth("   ")
 

@@ -48,3 +48,10 @@ def test_every_setting_has_a_field_with_its_default() -> None:
     defaults = Settings()
     for setting in SETTINGS:
         assert getattr(defaults, setting.field) == setting.default, setting.env
+
+
+def test_log_format_is_text_or_json() -> None:
+    assert Settings.from_env({}).log_format == "text"
+    assert Settings.from_env({"HIVEKEEP_LOG_FORMAT": " JSON "}).log_format == "json"
+    with pytest.raises(ValidationError, match="HIVEKEEP_LOG_FORMAT"):
+        Settings.from_env({"HIVEKEEP_LOG_FORMAT": "yaml"})

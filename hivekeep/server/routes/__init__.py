@@ -9,6 +9,7 @@ from fastapi import APIRouter
 
 from hivekeep.server import events
 from hivekeep.server.routes import (
+    access_tokens,
     agents,
     conversations,
     history,
@@ -27,6 +28,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     history.router,
     tools.router,
     tokens.router,
+    access_tokens.router,
     conversations.router,
     models.router,
     events.router,

@@ -8,6 +8,7 @@ from fastapi import APIRouter
 
 from hivekeep.agent import Agent
 from hivekeep.errors import ValidationError
+from hivekeep.server.auth import AccessDep
 from hivekeep.server.deps import AgentDep, HiveDep
 from hivekeep.server.schemas import AgentDeleted, AgentList, AgentOut, AgentPatch, NewAgent
 from hivekeep.views import deletion_summary
@@ -20,9 +21,9 @@ def agent_out(agent: Agent) -> AgentOut:
 
 
 @router.get("")
-def list_agents(hive: HiveDep) -> AgentList:
-    """Every agent of the hive, oldest first."""
-    return AgentList(agents=[agent_out(agent) for agent in hive.agents()])
+def list_agents(hive: HiveDep, access: AccessDep) -> AgentList:
+    """Every agent of the hive (a scoped token's agents only), oldest first."""
+    return AgentList(agents=[agent_out(agent) for agent in hive.agents() if access.sees(agent.id)])
 
 
 @router.post("", status_code=201, responses={409: {"description": "The name is taken."}})

@@ -320,12 +320,30 @@ def m005_pending_scrubs(conn: Connection) -> None:
     )
 
 
+def m006_access_tokens(conn: Connection) -> None:
+    """Scoped API tokens, stored as a salted hash only: SQLite's migration 10."""
+    conn.execute(
+        """CREATE TABLE access_tokens (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            label text NOT NULL UNIQUE,
+            key_id text COLLATE "C" NOT NULL UNIQUE,
+            salt text NOT NULL,
+            secret_hash text NOT NULL,
+            agent_ids text,
+            read_only boolean NOT NULL DEFAULT false,
+            created_at text COLLATE "C" NOT NULL,
+            last_used_at text COLLATE "C"
+        )"""
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial: agents, memories (full text, vector), conversations, leases", m001_initial),
     (2, "shared memories outlive their author", m002_memories_outlive_authors),
     (3, "versions of memories and profiles, and a trash", m003_history_and_trash),
     (4, "merged writes kept in history; links to newer near-twins", m004_merges_and_links),
     (5, "purges whose clean-up is pending", m005_pending_scrubs),
+    (6, "scoped API tokens, hashed", m006_access_tokens),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -51,6 +51,7 @@ from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import VersionRows
 from hivekeep.store.sql.memories import MemoryRows, filter_sql
+from hivekeep.store.sql.tokens import TokenRows
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -71,7 +72,7 @@ def redact(url: str) -> str:
     return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@/]*@", r"\1:***@", url, flags=re.IGNORECASE)
 
 
-class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows):
+class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, TokenRows):
     """``Store`` on a PostgreSQL database with pgvector; see the module docstring.
 
     >>> store = PostgresStore("postgresql://hive@db.internal/hivekeep")   # doctest: +SKIP

@@ -434,6 +434,30 @@ def m009_pending_scrubs(conn: Connection) -> None:
     )
 
 
+def m010_access_tokens(conn: Connection) -> None:
+    """Scoped API tokens, stored as a salted hash only (docs/server.md, "Scoped tokens").
+
+    ``key_id`` is the token's public lookup part, ``secret_hash`` HMAC-SHA256 of its secret under
+    the row's own ``salt``; ``agent_ids`` a JSON list of agent ids (NULL: every agent). Agent ids
+    are never reused (AUTOINCREMENT), so a deleted agent's id in a scope grants nothing.
+    """
+    conn.execute(
+        """
+        CREATE TABLE access_tokens (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            label TEXT NOT NULL UNIQUE,
+            key_id TEXT NOT NULL UNIQUE,
+            salt TEXT NOT NULL,
+            secret_hash TEXT NOT NULL,
+            agent_ids TEXT,
+            read_only INTEGER NOT NULL DEFAULT 0 CHECK (read_only IN (0, 1)),
+            created_at TEXT NOT NULL,
+            last_used_at TEXT
+        );
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial", m001_initial),
     (2, "full text over source context and date", m002_fts_context),
@@ -444,6 +468,7 @@ MIGRATIONS: list[Migration] = [
     (7, "full-text audience column", m007_fts_audience),
     (8, "merged writes kept in history; links to newer near-twins", m008_merges_and_links),
     (9, "purges whose clean-up is pending", m009_pending_scrubs),
+    (10, "scoped API tokens, hashed", m010_access_tokens),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -40,6 +40,7 @@ from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import VersionRows
 from hivekeep.store.sql.memories import MemoryRows, found_duplicate, same_text, stored, visible
+from hivekeep.store.sql.tokens import TokenRows
 from hivekeep.store.sqlite import migrations
 from hivekeep.store.sqlite.dialect import BUSY_TIMEOUT_MS, SQLITE, begin_immediate
 from hivekeep.store.sqlite.history import HistoryRows
@@ -51,7 +52,9 @@ from hivekeep.types import EmbeddingState
 IN_LIST_CHUNK = 500  # ids per IN (...) list; SQLite refuses more than 32,766 variables
 
 
-class SQLiteStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, RowLeases):
+class SQLiteStore(
+    VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, TokenRows, RowLeases
+):
     """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations).
 
     ``vector_cache`` (default True) serves vector reads from an in-process copy of the index that

@@ -21,8 +21,8 @@ function showTokenForm() {
   const rejected = token.get() !== "";
   form.hidden = false;
   form.classList.toggle("rejected", rejected);
-  status(rejected ? "The server rejected this API token (401): enter the server's HIVEKEEP_API_TOKEN."
-    : "This server needs its API token.", rejected);
+  status(rejected ? "The server rejected this API token (401): enter its HIVEKEEP_API_TOKEN, or a scoped one from `hivekeep tokens create`."
+    : "This server needs a token: its API token, or a scoped one from `hivekeep tokens create`.", rejected);
   const input = document.getElementById("token-input");
   input.setAttribute("aria-invalid", String(rejected));
   input.focus();
