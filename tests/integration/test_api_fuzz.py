@@ -68,6 +68,7 @@ FUZZED = (
     "POST /api/conversations/{conversation_id}/compact",
     "POST /api/agents/{agent}/profile/regenerate",
     "GET /api/settings",
+    "PUT /api/settings/llm-credentials",
     "GET /api/agents/{agent}/settings",
     "PUT /api/agents/{agent}/settings",
     "POST /api/tokens",
