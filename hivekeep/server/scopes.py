@@ -45,6 +45,7 @@ HIVE_ROUTES: dict[str, Kind] = {
     "/api/tools": Kind.OPEN,
     "/api/tokens": Kind.OPEN,  # counts text with the profile's tokenizer
     "/api/settings": Kind.OPEN,  # model specs, never a key
+    "/api/settings/llm-credentials": Kind.ADMIN,  # a provider key for the whole server
     "/api/events": Kind.OPEN,  # the stream keeps to the token's agents
     "/api/access-tokens": Kind.ADMIN,
     "/api/access-tokens/{label}": Kind.ADMIN,
