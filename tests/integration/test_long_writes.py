@@ -241,9 +241,12 @@ def test_a_purge_whose_clean_up_is_kept_out_says_the_hive_is_busy(
             for n in (1, 2)
         )
     locker = Locker(db)
-    monkeypatch.setattr(
-        sqlite_history, "crash_point", lambda step: step == "merged" and locker("hold")
-    )
+
+    def lock_before_the_vacuum(step: str) -> None:
+        if step == "merged":  # the erase is committed, the VACUUM is next
+            locker("hold")
+
+    monkeypatch.setattr(sqlite_history, "crash_point", lock_before_the_vacuum)
     try:
         with Hive(db, embedder=local_embedder, settings=Settings()) as hive:
             with pytest.raises(HiveBusy, match="erased, but the clean-up of the file"):
