@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from hivekeep.services.history import TrashPage
     from hivekeep.services.llms import LLMNotConfigured
     from hivekeep.services.maintenance import MaintenanceOutcome
-    from hivekeep.services.recall import RecallHit, RecallResult
+    from hivekeep.services.recall import RankedPage, RecallHit, RecallResult
     from hivekeep.services.review import Review, ReviewIssue
     from hivekeep.services.tokens import Access, CreatedToken, TokenService
     from hivekeep.services.transfer import ExportReport, ImportReport
@@ -95,6 +95,7 @@ _LAZY = {
     "TrashPage": "hivekeep.services.history",
     "LLMNotConfigured": "hivekeep.services.llms",
     "MaintenanceOutcome": "hivekeep.services.maintenance",
+    "RankedPage": "hivekeep.services.recall",
     "RecallHit": "hivekeep.services.recall",
     "RecallResult": "hivekeep.services.recall",
     "Review": "hivekeep.services.review",
@@ -169,6 +170,7 @@ __all__ = [
     "Operation",
     "ProfileRecord",
     "ProviderError",
+    "RankedPage",
     "RecallDefaults",
     "RecallHit",
     "RecallResult",

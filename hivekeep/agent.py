@@ -22,7 +22,7 @@ from hivekeep.services.compile import CompileOutcome
 from hivekeep.services.conversation import Context
 from hivekeep.services.history import TrashPage
 from hivekeep.services.llms import Purpose
-from hivekeep.services.recall import RecallResult
+from hivekeep.services.recall import SEARCH_WINDOW, RankedPage, RecallResult
 from hivekeep.services.wiring import Services
 from hivekeep.store.base import (
     KEEP,
@@ -346,6 +346,34 @@ class Agent:
         )
         memories, total = self._services.archive.list(self.id, filters, args.limit, args.offset)
         return MemoryPage(memories, total, args.offset + len(memories) < total)
+
+    def search_memories(
+        self,
+        query: str,
+        *,
+        subject: str | None = None,
+        category: Category | str | None = None,
+        scope: Scope | str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> RankedPage:
+        """A person's ranked listing (the UI's search box, ``hivekeep memories --query``):
+        recall's order over its best ``SEARCH_WINDOW`` matches, then ``scope``, then the page.
+        Unlike ``recall`` it leaves the retrieval counts, which record the agent's own recalls."""
+        bounded(limit, "limit", 1, 200)
+        check_offset(offset)
+        args = tools.validate("list_memories", scope=scope, limit=limit, offset=offset)
+        result = self.recall(
+            query,
+            limit=SEARCH_WINDOW,
+            subject=subject,
+            category=category,
+            count_retrieval=False,
+        )
+        # recall sees only the agent's own memories and shared ones, so a private hit is its own
+        hits = [h for h in result.hits if args.scope in (None, h.memory.scope.value)]
+        page = hits[args.offset : args.offset + args.limit]
+        return RankedPage(page, len(hits), args.offset + len(page) < len(hits), result.warning)
 
     # profile ------------------------------------------------------------------------------------
     @property

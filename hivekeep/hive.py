@@ -16,6 +16,7 @@ from hivekeep.core.names import agent_name, agent_role
 from hivekeep.errors import (
     ConflictError,
     EmbedderMismatch,
+    HiveBusy,
     HivekeepError,
     NotFound,
     StoreError,
@@ -136,8 +137,11 @@ class Hive:
             from hivekeep.store.postgres.relay import EventRelay
 
             self._relay = EventRelay(target, self.events)
-        self._services.history.finish_purges()  # purges cut short (docs/memory.md, "Purge")
-        self._services.history.purge_expired()  # the trash's retention period
+        try:
+            self._services.history.finish_purges()  # purges cut short (docs/memory.md, "Purge")
+            self._services.history.purge_expired()  # the trash's retention period
+        except HiveBusy as exc:  # another process writes: opening must not wait on upkeep
+            log.warning("Clean-up of the hive postponed to its next open: %s", exc)
         if not switch_embedder and self.store.count_pending():
             self._services.archive.backfill(
                 limit=BACKFILL_ON_OPEN

@@ -25,7 +25,7 @@ from hivekeep.config import CLI_AGENT, Settings
 from hivekeep.core.bounds import MAX_COUNT, MAX_ID, parse_bounded
 from hivekeep.core.text import BIDI_CONTROLS, safe_for_terminal
 from hivekeep.errors import AgentNotFound, BudgetError, HivekeepError, ValidationError
-from hivekeep.store.target import is_postgres_url
+from hivekeep.store.target import is_postgres_url, redact_url
 
 if TYPE_CHECKING:  # the library loads when a command runs, so `hivekeep --help` starts fast
     from hivekeep import Agent, Hive
@@ -192,8 +192,11 @@ def missing_hive_file(db: str) -> Path | None:
 
 
 def hive_location(db: str) -> str:
-    """Where a hive is, as messages name it: a file by its absolute path, a URL as it is."""
-    if is_postgres_url(db) or db == ":memory:":
+    """Where a hive is, as messages name it: a file by its absolute path, a URL without its
+    password."""
+    if is_postgres_url(db):
+        return redact_url(db)
+    if db == ":memory:":
         return db
     return str(Path(db).expanduser().resolve())
 

@@ -9,6 +9,7 @@ own memories can change, and any other id gets the tool's "not found" message.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -22,6 +23,11 @@ MEMORY_ID = {"memory_id": "ID"}
 
 @click.command()
 @agent_option
+@click.option(
+    "--query",
+    metavar="TEXT",
+    help="Rank by relevance to TEXT (hybrid recall, as the UI's search box) instead of by date.",
+)
 @click.option("--category", metavar="CATEGORY", help=f"Only this category: {CATEGORIES}.")
 @click.option("--subject", help="Only memories about this subject.")
 @click.option(
@@ -33,6 +39,7 @@ MEMORY_ID = {"memory_id": "ID"}
 @json_option
 def memories(
     agent_key: str,
+    query: str | None,
     category: str | None,
     subject: str | None,
     scope: str | None,
@@ -45,11 +52,13 @@ def memories(
 
     Its own memories and the ones other agents share; --scope private shows only its own
     private ones, --scope shared every agent's shared ones. The last line says how many there
-    are and the --offset of the next page. Search by meaning with `hivekeep recall`. Example:
+    are and the --offset of the next page. --query ranks them by relevance instead, over the
+    best 50 matches, without counting as the agent's recall (as the UI's search). Example:
 
     \b
         hivekeep memories --agent assistant --category fact --limit 20
         hivekeep memories --agent assistant --limit 20 --offset 20
+        hivekeep memories --agent assistant --query "where does the user live?"
     """
     arguments = {
         "category": category,
@@ -58,6 +67,9 @@ def memories(
         "limit": limit,
         "offset": offset,
     }
+    if query is not None:
+        _search(agent_key, query, checked("list_memories", arguments), db, as_json)
+        return
     with open_agent(db, agent_key) as agent:
         page = call_tool(agent, "list_memories", arguments)
     if as_json:
@@ -67,6 +79,30 @@ def memories(
         echo(heading(memory))
         echo(f"   {memory['content']}")
     click.echo(_page_line(len(page["memories"]), page["total"], offset, page["has_more"]))
+
+
+def _search(agent_key: str, query: str, given: dict[str, Any], db: str, as_json: bool) -> None:
+    """``--query``: ``Agent.search_memories`` (the REST search's own), ranked, a page at a time."""
+    offset = given.get("offset", 0)
+    with open_agent(db, agent_key) as agent:
+        found = agent.search_memories(query, **given)
+        views = [
+            memory_view(
+                hit.memory, agent.id, score=hit.score, match=hit.match, found_by=hit.found_by
+            )
+            for hit in found.hits
+        ]
+    if as_json:
+        page = {"memories": views, "total": found.total, "has_more": found.has_more}
+        echo_json(page | ({"warning": found.warning} if found.warning else {}))
+        return
+    if found.warning:
+        click.echo(f"Warning: {found.warning}", err=True)
+    for rank, view in enumerate(views, start=offset + 1):
+        weak = " · weak match" if view["match"] == "weak" else ""
+        echo(heading(view, rank) + weak)
+        echo(f"   {view['content']}")
+    click.echo(_page_line(len(views), found.total, offset, found.has_more))
 
 
 def _page_line(shown: int, total: int, offset: int, has_more: bool) -> str:

@@ -20,7 +20,6 @@ AGENT_NAME = Field(
     description="1-64 letters, digits, spaces, '_', '.' or '-', starting with a letter.",
 )
 SUBJECT = Field(default=None, min_length=1, max_length=200, description="Who or what it is about.")
-RECALL_WINDOW = 50  # a search ranks at most this many memories (recall's own maximum)
 
 
 class Body(BaseModel):

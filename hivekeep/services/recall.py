@@ -36,6 +36,7 @@ FEEDBACK_DOCS = 3  # top full-text hits whose vectors steer the vector query
 # (cosine, the bundled MiniLM: related sentences score about 0.4-0.7, an unrelated one that clears
 # the 0.2 floor about 0.2-0.35); anything else is "weak": found by some words, or faintly near.
 STRONG_SIMILARITY = 0.4
+SEARCH_WINDOW = 50  # a person's ranked search pages through at most this many (recall's maximum)
 FAINT_WEIGHT = 0.01  # of the full-text weight: ``ArmResults.faint`` ranks after every other hit
 
 
@@ -58,6 +59,17 @@ class RecallHit:
 class RecallResult:
     hits: list[RecallHit]
     warning: str | None = None  # set when one arm could not run (e.g. the embedder is down)
+
+
+@dataclass(frozen=True)
+class RankedPage:
+    """One page of a ranked listing (``Agent.search_memories``): the hits in recall's order, and
+    how many of the best ``SEARCH_WINDOW`` matches passed the filters."""
+
+    hits: list[RecallHit]
+    total: int
+    has_more: bool
+    warning: str | None = None
 
 
 @dataclass(frozen=True)

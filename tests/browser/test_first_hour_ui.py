@@ -247,3 +247,26 @@ def test_the_settings_tab_sets_the_agents_upkeep_models(
         page.get_by_role("button", name="Save settings").click()
     stored = httpx.get(f"{bare.url}/api/agents/{name}/settings", trust_env=False).json()
     assert stored["compacting_model"] is None and stored["extraction_model"] == "ollama:qwen2.5"
+
+
+def test_the_settings_tab_sets_and_clears_the_context_window(
+    browser: Browser, bare: Server, tabs: list[Tab]
+) -> None:
+    page = open_tab(tabs, browser, bare.url)
+    name = create_agent(page)
+    settings = f"{bare.url}/api/agents/{name}/settings"
+    page.get_by_role("tab", name="Settings").click()
+    window = page.get_by_label("Context window (tokens, for a model hivekeep does not know)")
+    expect(window).to_have_value("")
+    window.fill("32768")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.locator(".result.ok")).to_contain_text("Saved")
+    assert httpx.get(settings, trust_env=False).json()["context_window_setting"] == 32768
+    page.reload()
+    page.get_by_role("tab", name="Settings").click()
+    window = page.get_by_label("Context window (tokens, for a model hivekeep does not know)")
+    expect(window).to_have_value("32768")
+    window.fill("")
+    with page.expect_response(lambda r: r.url.endswith("/settings") and r.request.method == "PUT"):
+        page.get_by_role("button", name="Save settings").click()
+    assert httpx.get(settings, trust_env=False).json()["context_window_setting"] is None

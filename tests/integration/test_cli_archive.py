@@ -78,6 +78,37 @@ def test_memories_filters_and_json_are_the_tools(hk: Hivekeep) -> None:
     assert "--scope" in hk("memories --agent assistant --scope team", code=1).stderr
 
 
+def test_memories_query_ranks_by_relevance_as_the_server_search(hk: Hivekeep) -> None:
+    hk("memorize --agent assistant --category fact", "The user lives in Lisbon, Portugal.")
+    hk("memorize --agent assistant --category fact", "The user's cat is called Tom.")
+    query = "where does the user live?"
+    ranked = hk("memories --agent assistant --limit 2 --query", query).stdout.splitlines()
+    assert ranked[0].startswith("1. #7 · fact · just now · score ")
+    assert ranked[1] == "   The user lives in Lisbon, Portugal."
+    assert ranked[-1].startswith("2 of ") and ranked[-1].endswith(", next: --offset 2.")
+    listed = hk.json("memories --agent assistant --limit 3 --offset 1 --query", query)
+    with Hive(hk.db) as hive:
+        direct = hive.get_agent("assistant").search_memories(query, limit=3, offset=1)
+        counts = {
+            m.id: m.retrieval_count for m in hive.get_agent("assistant").list_memories().memories
+        }
+    assert [m["id"] for m in listed["memories"]] == [h.memory.id for h in direct.hits]
+    assert (listed["total"], listed["has_more"]) == (direct.total, direct.has_more)
+    assert {"score", "match", "found_by"} <= set(listed["memories"][0])
+    assert set(counts.values()) == {0}  # a person's search is not the agent's recall
+    deploys = "when are deploys?"
+    shared = hk.json("memories --agent assistant --scope shared --query", deploys)
+    assert [m["id"] for m in shared["memories"]] == [6]
+    everything = "Deploys on Tuesdays. Fact here."
+    assert 6 in [
+        m["id"] for m in hk.json("memories --agent assistant --query", everything)["memories"]
+    ]
+    private = hk.json("memories --agent assistant --scope private --query", everything)
+    assert private["memories"] and 6 not in [m["id"] for m in private["memories"]]
+    bad = hk("memories --agent assistant --query tea --limit 0", code=1)
+    assert "'--limit'" in bad.stderr
+
+
 def test_update_changes_only_the_given_fields_as_a_person(hk: Hivekeep) -> None:
     out = hk("update --agent assistant 2 --content", "Fact 2, corrected.", "--importance", "8")
     assert out.stdout.splitlines() == [

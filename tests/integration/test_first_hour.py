@@ -19,9 +19,10 @@ from click.testing import CliRunner, Result
 from fastapi.testclient import TestClient
 
 from hivekeep import Hive, Settings
-from hivekeep.cli import cli
+from hivekeep.cli import cli, hive_location
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.server import create_app
+from tests.postgres import postgres_url
 
 ROOT = Path(__file__).parents[2]
 HIVEKEEP = (sys.executable, "-m", "hivekeep")
@@ -426,6 +427,32 @@ def serve_start_line(cwd: Path, *args: str) -> str:
         finally:
             server.terminate()
             server.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_serve_shows_a_postgres_url_without_its_password(tmp_path: Path) -> None:
+    with postgres_url() as url:
+        secret = url.replace("://postgres:@", "://postgres:s3cret-pw@", 1)
+        assert secret != url
+        line = serve_start_line(tmp_path, "--db", secret)
+    assert line.startswith("hivekeep: serving postgresql://postgres:***@/postgres?host="), line
+    assert "s3cret" not in line
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://ann:pw@db.example/hive", "postgresql://ann:***@db.example/hive"),
+        ("postgres://ann:p%40ss:x@db:5432/hive", "postgres://ann:***@db:5432/hive"),
+        (
+            "postgresql://ann@db/hive?password=pw&sslmode=require",
+            "postgresql://ann@db/hive?password=***&sslmode=require",
+        ),
+        ("postgresql://ann@db/hive", "postgresql://ann@db/hive"),
+    ],
+)
+def test_messages_name_a_postgres_hive_without_its_password(url: str, shown: str) -> None:
+    assert hive_location(url) == shown
 
 
 @pytest.mark.slow

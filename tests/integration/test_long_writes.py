@@ -8,6 +8,7 @@ busy timeout, the CLI and the tools say the hive is busy (``HiveBusy``), never a
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -16,12 +17,16 @@ from pathlib import Path
 import apsw
 import pytest
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 
-from hivekeep import Hive, Settings
+from hivekeep import Hive, HiveBusy, NotFound, Settings
 from hivekeep.cli import cli
 from hivekeep.providers.embeddings.local import LocalEmbedder
+from hivekeep.server import create_app
 from hivekeep.services.transfer import importer
 from hivekeep.store.base import MemoryFilter, NewMemory
+from hivekeep.store.sqlite import history as sqlite_history
+from hivekeep.store.sqlite import store as sqlite_store
 from hivekeep.types import Category
 from tests.integration.server_support import start_server
 from tests.support import VectorTable
@@ -178,3 +183,103 @@ def test_a_writer_kept_out_past_the_busy_timeout_is_told_the_hive_is_busy(
         server.stop()
     with Hive(db, embedder=local_embedder, settings=Settings()) as hive:
         assert hive.get_agent("ann").list_memories().total == 0
+
+
+# Takes ("hold") and gives back ("release") the hive's write lock when told on stdin.
+LOCKER = """
+import sys, apsw
+conn = apsw.Connection(sys.argv[1])
+for line in sys.stdin:
+    conn.execute("BEGIN IMMEDIATE" if line.strip() == "hold" else "ROLLBACK")
+    print(line.strip(), flush=True)
+"""
+
+
+class Locker:
+    """Another process, holding the hive's write lock on demand."""
+
+    def __init__(self, db: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", LOCKER, str(db)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.holding = False
+
+    def __call__(self, command: str) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        if self.holding == (command == "hold"):
+            return
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        assert self.process.stdout.readline().strip() == command
+        self.holding = command == "hold"
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.communicate()
+
+
+def test_a_purge_whose_clean_up_is_kept_out_says_the_hive_is_busy(
+    tmp_path: Path,
+    local_embedder: LocalEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Another process takes the write lock between a purge's erase and its VACUUM: the purge
+    (Python, REST) says the hive is busy and that the clean-up is pending, never apsw's raw
+    "database is locked"; an open of the hive postpones that clean-up with a warning instead of
+    failing; ``hivekeep purge --resume`` says the hive is busy; once the lock is free, the next
+    open finishes it. On the old code the VACUUM raised apsw.BusyError everywhere."""
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 300)  # the wait, not the behaviour
+    db = tmp_path / "hive.db"
+    with Hive(db, embedder=local_embedder, settings=Settings()) as hive:
+        ann = hive.create_agent("ann")
+        first, second = (
+            ann.memorize(f"Secret {n}: the vault code is {n}{n}{n}.", category="fact").memory.id
+            for n in (1, 2)
+        )
+    locker = Locker(db)
+
+    def lock_before_the_vacuum(step: str) -> None:
+        if step == "merged":  # the erase is committed, the VACUUM is next
+            locker("hold")
+
+    monkeypatch.setattr(sqlite_history, "crash_point", lock_before_the_vacuum)
+    try:
+        with Hive(db, embedder=local_embedder, settings=Settings()) as hive:
+            with pytest.raises(HiveBusy, match="erased, but the clean-up of the file"):
+                hive.purge(first)
+            locker("release")
+            assert hive.store.pending_scrubs() == [first]
+            with TestClient(create_app(hive, watch_s=None), base_url="http://127.0.0.1") as client:
+                answer = client.delete(f"/api/agents/ann/memories/{second}?purge=true")
+            locker("release")
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["error"]["code"] == "hive_busy"
+            assert "hivekeep purge --resume" in answer.json()["error"]["message"]
+        with (
+            caplog.at_level(logging.WARNING),
+            Hive(db, embedder=local_embedder, settings=Settings()) as hive,
+        ):
+            assert hive.store.pending_scrubs() == [first, second]
+        assert "Clean-up of the hive postponed" in caplog.text and "erased" in caplog.text
+        locker("release")
+        locker("hold")
+        resumed = CliRunner().invoke(
+            cli, ["purge", "--resume", "--db", str(db)], catch_exceptions=False
+        )
+        assert resumed.exit_code == 1, resumed.output
+        assert "The hive is busy" in resumed.output
+        assert "database is locked" not in resumed.output and "Traceback" not in resumed.output
+        locker("release")
+    finally:
+        monkeypatch.setattr(sqlite_history, "crash_point", lambda step: None)
+        locker.stop()
+    with Hive(db, embedder=local_embedder, settings=Settings()) as hive:  # the lock is free
+        assert hive.store.pending_scrubs() == []
+        for gone in (first, second):
+            with pytest.raises(NotFound):
+                hive.get_agent("ann").memory(gone)
+    assert b"vault code" not in db.read_bytes()

@@ -268,3 +268,22 @@ def test_without_a_model_the_errors_say_what_to_set(tmp_path: Path) -> None:
         assert context["window"] is None and "HIVEKEEP_LLM" in context["llm_error"]
     finally:
         plain.stop()
+
+
+def test_settings_set_and_clear_the_context_window(api: httpx.Client) -> None:
+    agent = new_agent(api)
+    url = f"/api/agents/{agent['id']}/settings"
+    assert api.get(url).json()["context_window_setting"] is None
+    changed = api.put(url, json={"context_window": 32768})
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["context_window_setting"] == 32768
+    assert api.get(url).json()["context_window_setting"] == 32768
+    for bad in (0, -5, 1.5, "32768", True, 10**12):
+        refused = api.put(url, json={"context_window": bad})
+        assert refused.status_code == 422, (bad, refused.text)
+        assert "context_window" in refused.text
+    assert api.get(url).json()["context_window_setting"] == 32768
+    kept = api.put(url, json={"compaction": {"threshold_percent": 60}}).json()
+    assert kept["context_window_setting"] == 32768  # a field left out is kept
+    cleared = api.put(url, json={"context_window": None}).json()
+    assert cleared["context_window_setting"] is None

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
 from hivekeep import (
     MAX_MESSAGE_CHARS,
@@ -78,6 +78,9 @@ class ContextOut(BaseModel):
     llm_error: str | None = None
 
 
+# the largest window a model offers today is 10M tokens; a bigger number is a typo
+MAX_CONTEXT_WINDOW = 100_000_000
+
 # A setting's name and value; whether they make sense together is the library's check.
 CompactionName = Annotated[str, Field(min_length=1, max_length=64)]
 CompactionNumber = Annotated[float, Field(ge=-1e9, le=1e9, allow_inf_nan=False)]
@@ -86,12 +89,15 @@ CompactionNumber = Annotated[float, Field(ge=-1e9, le=1e9, allow_inf_nan=False)]
 class SettingsPatch(Body):
     """``model``: a provider:model spec, or null for the hive's model; ``compacting_model`` and
     ``extraction_model`` the same for summaries and for maintenance / bootstrap / regenerate
-    (null: the hive's, else the chat model); ``compaction``: overrides that replace the current
-    ones (``{}`` clears them). A field left out is kept."""
+    (null: the hive's, else the chat model); ``context_window``: the chat model's window in
+    tokens, for a model hivekeep does not know (null: ``HIVEKEEP_CONTEXT_WINDOW``, else the
+    known window); ``compaction``: overrides that replace the current ones (``{}`` clears
+    them). A field left out is kept."""
 
     model: str | None = Field(default=None, min_length=3, max_length=200)
     compacting_model: str | None = Field(default=None, min_length=3, max_length=200)
     extraction_model: str | None = Field(default=None, min_length=3, max_length=200)
+    context_window: StrictInt | None = Field(default=None, ge=1, le=MAX_CONTEXT_WINDOW)
     compaction: dict[CompactionName, CompactionNumber] | None = Field(default=None, max_length=20)
 
 
@@ -148,6 +154,7 @@ def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
         "model": stored.model,
         "compacting_model": stored.compacting_model,
         "extraction_model": stored.extraction_model,
+        "context_window_setting": stored.context_window,
         "compaction": stored.compaction,
         "effective": dataclasses.asdict(agent.compaction_settings()),
         **_model_info(hive, agent),
@@ -290,17 +297,22 @@ def regenerate_profile(agent: AgentDep, hive: HiveDep) -> Any:
 # settings ---------------------------------------------------------------------------------------
 @router.get("/agents/{agent}/settings")
 def get_agent_settings(agent: AgentDep, hive: HiveDep) -> dict[str, Any]:
-    """The agent's model spec and compaction overrides, and the numbers in force."""
+    """The agent's model specs, context window (``context_window_setting``: this agent's, null
+    for the default) and compaction overrides, and what is in force (``model_id``,
+    ``context_window``, ``effective``)."""
     return _agent_settings(hive, agent)
 
 
 @router.put("/agents/{agent}/settings")
 def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> dict[str, Any]:
-    """Change the model spec and/or the compaction overrides; both are checked before saving
+    """Change the model specs, context window and/or compaction overrides, checked before saving
     (a spec must name a known provider with its key set; numbers must agree with each other)."""
     fields = body.model_dump(exclude_unset=True)
     if not fields:
-        raise ValidationError("Send at least one of 'model' and 'compaction' to change.")
+        raise ValidationError(
+            "Send at least one of 'model', 'compacting_model', 'extraction_model', "
+            "'context_window' and 'compaction' to change."
+        )
     specs = {k: fields[k] for k in MODEL_FIELDS if k in fields}
     for name, spec in specs.items():
         if spec is not None:
@@ -316,5 +328,6 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
         overrides = {
             k: float(v) if isinstance(defaults.get(k), float) else v for k, v in overrides.items()
         }
-    agent.configure(compaction=overrides, **specs)
+    window = {"context_window": fields["context_window"]} if "context_window" in fields else {}
+    agent.configure(compaction=overrides, **specs, **window)
     return _agent_settings(hive, agent)

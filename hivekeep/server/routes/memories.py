@@ -9,7 +9,6 @@ from fastapi import APIRouter, Query, Response
 from hivekeep.agent import Agent
 from hivekeep.server.deps import AgentDep, HiveDep, MemoryId
 from hivekeep.server.schemas import (
-    RECALL_WINDOW,
     MemoryList,
     MemoryOut,
     MemoryPatch,
@@ -31,18 +30,16 @@ def _out(view: dict[str, Any]) -> MemoryOut:
 
 
 def _search(agent: Agent, params: MemoryQuery) -> MemoryList:
-    """Recall's ranking over the best ``RECALL_WINDOW`` matches, paged by limit/offset."""
+    """``Agent.search_memories``: recall's ranking, paged by limit/offset."""
     assert params.query is not None
-    result = agent.recall(
+    found = agent.search_memories(
         params.query,
-        limit=RECALL_WINDOW,
         subject=params.subject,
         category=params.category,
-        count_retrieval=False,  # a person browsing is not the agent recalling
+        scope=params.scope,
+        limit=params.limit,
+        offset=params.offset,
     )
-    # recall sees only the agent's own memories and shared ones, so a private hit is its own
-    hits = [h for h in result.hits if params.scope in (None, h.memory.scope.value)]
-    page = hits[params.offset : params.offset + params.limit]
     listed = MemoryList(
         memories=[
             _out(
@@ -50,13 +47,13 @@ def _search(agent: Agent, params: MemoryQuery) -> MemoryList:
                     hit.memory, agent.id, score=hit.score, match=hit.match, found_by=hit.found_by
                 )
             )
-            for hit in page
+            for hit in found.hits
         ],
-        total=len(hits),
-        has_more=params.offset + len(page) < len(hits),
+        total=found.total,
+        has_more=found.has_more,
     )
-    if result.warning:  # set only when there is one: absent rather than null in the JSON
-        listed.warning = result.warning
+    if found.warning:  # set only when there is one: absent rather than null in the JSON
+        listed.warning = found.warning
     return listed
 
 

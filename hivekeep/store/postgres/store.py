@@ -11,7 +11,6 @@ advisory lock, so the duplicate check and the insert are one step, as in SQLite'
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -52,6 +51,7 @@ from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import VersionRows
 from hivekeep.store.sql.memories import MemoryRows, filter_sql
 from hivekeep.store.sql.tokens import TokenRows
+from hivekeep.store.target import redact_url
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -65,11 +65,6 @@ HNSW_MAX_SCAN_TUPLES = 100_000
 # Candidates the HNSW search keeps (pgvector's default, 40, found 71 % of the exact top 10 at
 # 100k clustered vectors in bench/scale_postgres.py; the arm asks for a pool of several dozen).
 HNSW_EF_SEARCH = 200
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@/]*@", r"\1:***@", url, flags=re.IGNORECASE)
 
 
 class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, TokenRows):
@@ -94,7 +89,7 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
                 migrations.migrate(conn, now_timestamp())
         except psycopg.OperationalError as exc:
             raise StoreError(
-                f"Cannot open the PostgreSQL hive at {redact(url)}: {exc}".rstrip()
+                f"Cannot open the PostgreSQL hive at {redact_url(url)}: {exc}".rstrip()
             ) from exc
         self._pool: psycopg_pool.ConnectionPool[Connection] = psycopg_pool.ConnectionPool(
             url,
@@ -110,7 +105,8 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
         except psycopg_pool.PoolTimeout as exc:
             self._pool.close()
             raise StoreError(
-                f"Cannot connect to PostgreSQL at {redact(url)} within {CONNECT_TIMEOUT_S:.0f} s."
+                f"Cannot connect to PostgreSQL at {redact_url(url)} "
+                f"within {CONNECT_TIMEOUT_S:.0f} s."
             ) from exc
         self._leases = AdvisoryLeases(url, CONNECT_TIMEOUT_S)
         self._local = threading.local()  # .connection: this thread's, inside transaction()

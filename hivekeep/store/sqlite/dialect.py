@@ -16,17 +16,21 @@ from hivekeep.store.sqlite.fulltext import fts5_search
 BUSY_TIMEOUT_MS = 10_000  # how long a writer waits for another's write lock
 
 
+def hive_busy(outcome: str) -> HiveBusy:
+    """The error for a write kept out past the busy timeout; ``outcome`` says what was done."""
+    return HiveBusy(
+        "The hive is busy: another process has held its write lock for more than "
+        f"{BUSY_TIMEOUT_MS // 1000} s (a long import, a purge, a backup). {outcome}"
+    )
+
+
 def begin_immediate(conn: apsw.Connection) -> None:
     """BEGIN IMMEDIATE: the write lock, waited for up to the busy timeout, then ``HiveBusy``
     (never apsw's raw "database is locked")."""
     try:
         conn.execute("BEGIN IMMEDIATE")
     except apsw.BusyError:
-        raise HiveBusy(
-            "The hive is busy: another process has held its write lock for more than "
-            f"{BUSY_TIMEOUT_MS // 1000} s (a long import, a purge, a backup). Nothing was "
-            "written; retry when it is done."
-        ) from None
+        raise hive_busy("Nothing was written; retry when it is done.") from None
 
 
 class SQLiteDialect(Dialect):

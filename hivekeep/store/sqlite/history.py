@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+import apsw
 import numpy as np
 
 from hivekeep.core.text import normalise_text, now_timestamp
@@ -50,6 +51,7 @@ from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import trashed_author
 from hivekeep.store.sql.memories import owned
 from hivekeep.store.sql.versions import record_change
+from hivekeep.store.sqlite.dialect import hive_busy
 from hivekeep.store.sqlite.vectors import VectorIndex
 from hivekeep.types import Actor, Operation
 
@@ -180,7 +182,14 @@ class HistoryRows:
         with self.atomic() as conn:
             conn.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
         crash_point("merged")
-        self._conn.execute("VACUUM")
+        try:
+            self._conn.execute("VACUUM")
+        except apsw.BusyError:  # the erase is committed: only the clean-up waits
+            raise hive_busy(
+                "The purged memories are erased, but the clean-up of the file (VACUUM) could "
+                "not run, so their text may still be in it: retry the purge, or run `hivekeep "
+                "purge --resume` when the hive is idle (the next open of the hive tries too)."
+            ) from None
         crash_point("vacuumed")
         return self._checkpoint()
 

@@ -9,6 +9,16 @@ export async function settingsView(panel, agent) {
   // the models of upkeep: empty means the hive's COMPACTING_MODEL / MEMORY_EXTRACTION_MODEL, else the chat model
   const upkeep = Object.fromEntries(["compacting_model", "extraction_model"].map((name) => [name,
     h("input", { value: mine[name] || "", maxlength: 200, placeholder: hive.llm[name] || "the chat model", name })]));
+  // the chat model's window, for a model hivekeep does not know: empty means HIVEKEEP_CONTEXT_WINDOW, else the known one
+  const window_ = h("input", { type: "number", min: 1, step: 1, name: "context_window",
+    value: mine.context_window_setting ?? "", placeholder: "default" });
+  const inForce = h("small", {});
+  const showInForce = (s) => {
+    inForce.textContent = `In force: ${s.model_id || "none"}` +
+      (s.context_window ? ` · window ${s.context_window.toLocaleString("en")} tokens` : "") +
+      (s.llm_error ? ` · ${s.llm_error}` : "");
+  };
+  showInForce(mine);
   const inputs = Object.entries(mine.effective).map(([name, value]) => [name, h("input", {
     type: "number", step: "any", value: String(value), name,
   })]);
@@ -22,6 +32,7 @@ export async function settingsView(panel, agent) {
     try {
       const saved = await api(`/agents/${agent.id}/settings`, { method: "PUT", body });
       for (const [name, input] of inputs) input.value = String(saved.effective[name]);
+      showInForce(saved);
       show(true, `Saved. Model in force: ${saved.model_id || saved.llm_error}.`);
       return true;
     } catch (error) {
@@ -43,13 +54,19 @@ export async function settingsView(panel, agent) {
       const value = input.value.trim() || null;
       if (value !== mine[name]) body[name] = value;
     }
-    save(body).then((ok) => ok && Object.assign(mine, body));
+    const tokens = window_.value.trim() === "" ? null : Number(window_.value);
+    if (tokens !== mine.context_window_setting) body.context_window = tokens;
+    save(body).then((ok) => {
+      if (!ok) return;
+      const { context_window: setting, ...rest } = body;
+      Object.assign(mine, rest);
+      if ("context_window" in body) mine.context_window_setting = setting;
+    });
   } },
   h("h3", {}, `${agent.name}'s settings`),
   ...field("Chat model (provider:model)", model),
-  h("p", {}, h("small", {}, `In force: ${mine.model_id || "none"}` +
-    (mine.context_window ? ` · window ${mine.context_window.toLocaleString("en")} tokens` : "") +
-    (mine.llm_error ? ` · ${mine.llm_error}` : ""))),
+  ...field("Context window (tokens, for a model hivekeep does not know)", window_),
+  h("p", {}, inForce),
   ...field("Compaction model (provider:model)", upkeep.compacting_model),
   ...field("Extraction model (provider:model)", upkeep.extraction_model),
   h("fieldset", {}, h("legend", {}, "Compaction"),
