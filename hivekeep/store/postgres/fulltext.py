@@ -70,24 +70,33 @@ def tsvector_search(s: Session, q: TextQuery) -> list[int]:
     return [int(row[0]) for row in rows]
 
 
+# A word's lexemes (stemmed as the ``fts`` column is) and, for each, the share of rows holding it
+# in the table's statistics (``pg_stats.most_common_elems`` of ``fts``, kept current by ANALYZE
+# after a bulk insert and by autovacuum) times the rows the planner believes the table holds.
+_COMMON = """
+SELECT w.word FROM unnest(%(words)s::text[]) AS w(word),
+  LATERAL (SELECT array_agg(lexeme) AS lexemes FROM unnest(
+    to_tsvector('hivekeep_fts'::regconfig, hivekeep_fts_text(w.word)))) l,
+  (SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs,
+     greatest(c.reltuples, 0) AS total
+   FROM pg_stats s, pg_class c WHERE c.oid = 'memories'::regclass
+   AND s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'fts') st
+WHERE l.lexemes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM unnest(l.lexemes) AS x(lexeme)
+  WHERE coalesce(st.freqs[array_position(st.elems, x.lexeme)] * st.total, 0) <= %(bound)s)
+"""
+
+
 def common_terms(s: Session, words: Sequence[str]) -> set[str]:
-    """The words whose prefix query matches more than ``COMMON_ROWS`` rows (of any agent: an
-    upper bound, as SQLite's), each probed by the GIN index with ``OFFSET``; none in a hive
-    that issued at most ``COMMON_ROWS`` ids."""
+    """The words whose every lexeme the table's statistics put in more than ``COMMON_ROWS``
+    rows (of any agent, as SQLite's count; whole words, as SQLite's probe): one statement
+    reading ``pg_stats`` (about 0.2 ms). Counting a frequent word's matches instead (``OFFSET
+    2000`` on the GIN index) read 2,000 heap rows a word: 44 -> 88 ms for a frequent-word
+    recall at 20k. None in a hive that issued at most ``COMMON_ROWS`` ids."""
     issued = s.conn.execute(_ISSUED).fetchone()
     if issued is None or int(issued[0]) <= COMMON_ROWS:
         return set()
-    common = set()
-    for word in words:
-        with s.dialect.refused_values():
-            found = s.conn.execute(
-                "SELECT 1 FROM memories WHERE fts @@ hivekeep_prefix_query(%s) OFFSET %s LIMIT 1",
-                (word, COMMON_ROWS),
-                prepare=False,
-            ).fetchone()
-        if found:
-            common.add(word)
-    return common
+    rows = s.conn.execute(_COMMON, {"words": list(words), "bound": COMMON_ROWS}).fetchall()
+    return {str(row[0]) for row in rows}
 
 
 def ranked_search(
