@@ -593,6 +593,27 @@ def test_text_search_needs_every_term_or_with_any_term_one(
     assert store.text_search(alice, [], 10, NO_FILTER) == []
 
 
+def test_any_term_search_ranks_common_terms_only_with_a_rare_one(
+    store: Store, agents: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both engines: a term in more than COMMON_ROWS rows counts only together with a rare one;
+    with no rare term, every term is required."""
+    from hivekeep.store.postgres import fulltext as postgres_fulltext
+    from hivekeep.store.sqlite import fulltext as sqlite_fulltext
+
+    alice, _ = agents
+    texts = ["red car parked", "red bike in the shed", "red door", "old car sold", "car wash"]
+    ids = {text: put(store, alice, text) for text in [*texts, "ferry timetable for Lisbon"]}
+    ferry = ids["ferry timetable for Lisbon"]
+    everything = store.text_search(alice, ["red", "ferry"], 10, NO_FILTER, any_term=True)
+    assert len(everything) == 4
+    for module in (sqlite_fulltext, postgres_fulltext):
+        monkeypatch.setattr(module, "COMMON_ROWS", 2)  # "red" and "car" (3 rows) are common
+    assert store.text_search(alice, ["red", "ferry"], 10, NO_FILTER, any_term=True) == [ferry]
+    both = store.text_search(alice, ["red", "car"], 10, NO_FILTER, any_term=True)
+    assert both == [ids["red car parked"]]
+
+
 def test_text_search_terms_are_never_query_syntax(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Notes about AND, OR and NEAR (the operators)")

@@ -56,6 +56,29 @@ def test_near_duplicate_beyond_global_top3_is_detected(db_path: str) -> None:
     check_near_duplicate_beyond_global_top3(db_path, per_other=100)
 
 
+def test_a_retrieval_count_update_stays_on_its_page(
+    db_path: str, local_embedder: LocalEmbedder
+) -> None:
+    """Recall's count of its hits rewrites each row in its own page (a HOT update: no new entry
+    in any index, HNSW included), since the pages keep room for it (migration 7). On full pages
+    the new version went to another page."""
+    topics = ["garden", "invoice", "ferry", "piano", "lease", "cat", "dentist", "wifi", "boots"]
+    words = ["renewed", "forgot", "booked", "moved", "paid", "fixed"]
+    with Hive(db_path, embedder=local_embedder, settings=Settings()) as hive:
+        alice = hive.create_agent("alice")
+        ids = [
+            alice.memorize(f"The {topic} was {word} on day {i}", category="fact").memory.id
+            for i, (topic, word) in enumerate(zip(topics * 2, words * 3, strict=False))
+        ]
+        with psycopg.connect(db_path) as conn:
+            where = "SELECT id, (ctid::text::point)[0] FROM memories"
+            before: dict[int, float] = dict(conn.execute(where).fetchall())
+            for memory_id in ids:
+                hive.store.mark_retrieved([memory_id])
+            assert dict(conn.execute(where).fetchall()) == before
+            assert len(set(before.values())) > 2  # the rows fill several pages
+
+
 # selection --------------------------------------------------------------------------------------
 def test_a_postgresql_url_opens_a_postgres_hive(db_path: str, table: VectorTable) -> None:
     with Hive(db_path, embedder=table, settings=Settings()) as hive:

@@ -1,0 +1,107 @@
+"""Many small tenants in one hive: recall and memorize latency for a random agent, and resident
+memory against the number of agents touched (issue 27, target 4).
+
+    python bench/tenants.py [--agents 10000] [--per-agent 100] [--backends sqlite,postgresql]
+
+The data is bench/scale_data's (synthetic texts, clustered unit vectors handed over by
+``PreparedEmbedder``); agent ``a`` memorizes rows ``a * per_agent ...`` in one ``memorize_many``
+call (dedup on). Then, in the same process: ``recall`` p50 / p95 as a random agent for each
+query (the query's vector prepared); ``memorize`` p50 / p95 of one new memory for a random
+agent; and the process's resident memory (VmRSS) after recalls by the first 1, 10, 100, ...
+agents, which shows whether what a process keeps per agent (the vector cache) is bounded.
+PostgreSQL: the tests' private server (``tests/postgres.py``), as bench/scale_postgres.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.scale import PreparedEmbedder, pct, say
+from bench.scale_data import make_corpus
+from bench.scale_postgres import _target
+from hivekeep import Hive, Settings
+
+SAMPLES = 200  # recalls and memorizes timed
+
+
+def rss_mb() -> float:
+    """The process's resident memory now (VmRSS), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def measure(target: str, corpus: Any, embedder: PreparedEmbedder, args: Any) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    per = args.per_agent
+    start = time.perf_counter()
+    with Hive(target, embedder=embedder, settings=Settings()) as hive:
+        for a in range(args.agents):
+            agent = hive.create_agent(f"agent{a}")
+            agent.memorize_many(corpus.items(range(a * per, (a + 1) * per)))
+        found["build_per_second"] = args.agents * per / (time.perf_counter() - start)
+    with Hive(target, embedder=embedder, settings=Settings()) as hive:
+        found["rss"] = [(0, rss_mb())]
+        touched = 0
+        for step in (1, 10, 100, 1_000, 10_000):
+            for a in range(touched, min(step, args.agents)):
+                hive.get_agent(f"agent{a}").recall(corpus.queries[a % len(corpus.queries)])
+            touched = min(step, args.agents)
+            found["rss"].append((touched, rss_mb()))
+            if touched == args.agents:
+                break
+        picker = random.Random(1)
+        recall, memorize = [], []
+        held_out = range(args.agents * per, args.agents * per + SAMPLES)
+        for i in range(SAMPLES):
+            agent = hive.get_agent(f"agent{picker.randrange(args.agents)}")
+            query = corpus.queries[i % len(corpus.queries)]
+            began = time.perf_counter()
+            agent.recall(query)
+            recall.append(time.perf_counter() - began)
+            row = held_out[i]
+            began = time.perf_counter()
+            agent.memorize(corpus.texts[row], category=corpus.categories[row])
+            memorize.append(time.perf_counter() - began)
+        found["recall"] = (pct(recall, 50), pct(recall, 95))
+        found["memorize"] = (pct(memorize, 50), pct(memorize, 95))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--agents", type=int, default=10_000)
+    parser.add_argument("--per-agent", type=int, default=100)
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    args = parser.parse_args()
+    corpus = make_corpus(args.agents * args.per_agent + SAMPLES, 50)
+    embedder = PreparedEmbedder()
+    embedder.add(corpus.texts, corpus.vectors)
+    embedder.add(corpus.queries, corpus.query_vectors)
+    say(
+        f"{args.agents:,} agents x {args.per_agent} memories "
+        "| backend | build /s | recall p50 / p95 | memorize p50 / p95 | RSS MB by agents touched |"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        for backend in args.backends.split(","):
+            with _target(backend, Path(folder)) as target:
+                r = measure(target, corpus, embedder, args)
+            rss = ", ".join(f"{n:,}: {mb:.0f}" for n, mb in r["rss"])
+            say(
+                f"| {backend} | {r['build_per_second']:,.0f} "
+                f"| {r['recall'][0]:.1f} / {r['recall'][1]:.1f} ms "
+                f"| {r['memorize'][0]:.1f} / {r['memorize'][1]:.1f} ms | {rss} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
