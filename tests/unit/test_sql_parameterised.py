@@ -30,7 +30,7 @@ import pytest
 STORE = Path(__file__).parents[2] / "hivekeep" / "store"
 SINKS = {"execute": 0, "executemany": 0, "executescript": 0}  # method name -> SQL argument index
 CONSTANT = re.compile(r"^_?[A-Z][A-Z0-9_]*$")
-NUMBERS = {"int", "len", "float"}  # always a number, whatever the argument: never SQL text
+NUMBERS = {"int", "len", "float", "bool"}  # a number or a truth value: never SQL text
 ITERATORS = {"range", "enumerate", "zip", "sorted", "reversed", "list", "tuple"}  # of safe: safe
 SQL_QUOTED = {"Identifier", "Literal", "Placeholder"}  # psycopg.sql: quoted or bound by psycopg
 TEXT_METHODS = {"replace", "strip", "lower", "upper", "format", "join"}

@@ -63,7 +63,7 @@ def tsvector_search(s: Session, q: TextQuery) -> list[int]:
         return []
     where, params = filter_sql(s.dialect, q.viewer_id, q.filters)
     common = common_terms(s, words) if q.any_term and len(words) > 1 else set()
-    any_term = q.any_term and len(common) < len(words)  # no rare term: every term required
+    any_term = bool(q.any_term and len(common) < len(words))  # no rare term: every term required
     statement, params = ranked_search(words, where, params, int(q.k), any_term, common)
     with s.dialect.refused_values():
         rows = s.conn.execute(statement, params, prepare=False).fetchall()
@@ -116,7 +116,7 @@ def ranked_search(
         for i in range(len(words))
     ]
     if any_term and len(words) > 1:
-        rare = [word not in common for word in words]
+        rare = [bool(word not in common) for word in words]  # truth values only, never text
         query = _weighted_any_term(queries, rare, sql.SQL(where), int(k))
     else:
         score = sql.SQL(" + ").join(
