@@ -289,7 +289,8 @@ TOOLS: tuple[Tool, ...] = (
         "Search your archive (your own memories and those shared by other agents) by meaning and "
         "keywords. The archive is never shown automatically: use recall before saying you don't "
         "remember something. Filter by subject, category or since (creation date) when you know "
-        "them.",
+        "them. A result with 'newer' has a later near-twin that may have changed the fact: read "
+        "it before relying on the older one.",
         RecallArgs,
         _recall,
     ),
