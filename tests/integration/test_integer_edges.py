@@ -18,19 +18,10 @@ from click.testing import CliRunner
 from hivekeep import Hive, Settings, ValidationError
 from hivekeep.cli import cli
 from hivekeep.core.bounds import MAX_COUNT, MAX_ID, MAX_IMPORTED_VERSION
+from tests.integration.import_lines import AGENT, HEADER, STAMP, write
 from tests.postgres import hive_target
 from tests.support import VectorTable
 
-STAMP = "2024-05-01T12:00:00.000000Z"
-HEADER = {
-    "type": "header",
-    "format": "hivekeep-jsonl",
-    "version": 2,
-    "hivekeep_version": "0",
-    "exported_at": STAMP,
-    "embedding": None,
-}
-AGENT = {"type": "agent", "name": "sam", "role": ""}
 HUGE = [2**63 - 1, 2**63, 2**64, 10**40]
 NOT_INTEGERS = [True, False, 5.0, 5.5, "5", "1_000", None, [1], {"n": 1}]
 
@@ -58,12 +49,6 @@ def version(number: Any, **changes: Any) -> dict[str, Any]:
         "operation": "create",
         **changes,
     }
-
-
-def write(path: Path, *records: dict[str, Any] | str) -> Path:
-    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 @pytest.fixture

@@ -16,19 +16,10 @@ import pytest
 from hivekeep import Hive, Settings, ValidationError
 from hivekeep.core.tokens import count_tokens
 from hivekeep.services.chat import MAX_MESSAGE_CHARS
+from tests.integration.import_lines import AGENT, HEADER, STAMP, write
 from tests.support import VectorTable
 
-STAMP = "2024-05-01T12:00:00.000000Z"
 FUTURE = "2999-01-01T00:00:00.000000Z"
-HEADER = {
-    "type": "header",
-    "format": "hivekeep-jsonl",
-    "version": 2,
-    "hivekeep_version": "0",
-    "exported_at": STAMP,
-    "embedding": None,
-}
-AGENT = {"type": "agent", "name": "sam", "role": ""}
 CONVERSATION = {
     "type": "conversation",
     "key": "c1",
@@ -82,12 +73,6 @@ def message(**changes: Any) -> dict[str, Any]:
         "created_at": STAMP,
         **changes,
     }
-
-
-def write(path: Path, *records: dict[str, Any] | str) -> Path:
-    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 @pytest.fixture

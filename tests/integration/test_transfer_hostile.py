@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from hivekeep import Hive, Settings, ValidationError
 from hivekeep.services.transfer import MAX_CONTENT_CHARS
 from hivekeep.tools import MemorizeArgs
+from tests.integration.import_lines import AGENT, STAMP, write
 from tests.support import VectorTable
 
-STAMP = "2024-05-01T12:00:00.000000Z"
 HEADER = {
     "type": "header",
     "format": "hivekeep-jsonl",
@@ -30,7 +30,6 @@ HEADER = {
     "exported_at": STAMP,
     "embedding": None,
 }
-AGENT = {"type": "agent", "name": "sam", "role": ""}
 
 
 def memory(**changes: Any) -> dict[str, Any]:
@@ -42,12 +41,6 @@ def memory(**changes: Any) -> dict[str, Any]:
         "created_at": STAMP,
         **changes,
     }
-
-
-def write(path: Path, *records: dict[str, Any] | str) -> Path:
-    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 @pytest.fixture
