@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from hivekeep import Hive, Settings
 from hivekeep.providers.embeddings.local import LocalEmbedder
-from tests.browser.test_ui import ARTIFACTS, TIMEOUT_MS, create_agent
+from tests.browser.test_ui import TIMEOUT_MS, create_agent, watched_page
 from tests.integration.scripted_server import DEFAULT_SCRIPT, start_scripted_server
 from tests.integration.server_support import Server, start_server
 from tests.wire_servers import WireServer, openai_stream
@@ -34,19 +34,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture
 def page(browser: Browser, server: Server, request: pytest.FixtureRequest) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1000, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.goto(server.url)
-    failed_before = request.session.testsfailed
-    yield opened
-    if request.session.testsfailed > failed_before:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        opened.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
-    context.close()
-    assert not errors, f"{len(errors)} JavaScript errors on the page, first: {errors[:3]}"
+    yield from watched_page(browser, server.url, request, width=1000)
 
 
 def open_memory_tab(page: Page) -> None:

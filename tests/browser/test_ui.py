@@ -35,12 +35,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture
 def page(browser: Browser, server: Server, request: pytest.FixtureRequest) -> Iterator[Page]:
     """A fresh 400 px-wide page (the narrowest layout), screenshotted if the test fails."""
-    context = browser.new_context(viewport={"width": 400, "height": 900})
+    yield from watched_page(browser, server.url, request, width=400)
+
+
+def watched_page(
+    browser: Browser, url: str, request: pytest.FixtureRequest, *, width: int
+) -> Iterator[Page]:
+    """A fixture's body: a fresh page at ``url``, screenshotted if the test fails, and no
+    JavaScript error allowed on it."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
     opened = context.new_page()
     opened.set_default_timeout(TIMEOUT_MS)
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.goto(server.url)
+    opened.goto(url)
     failed_before = request.session.testsfailed
     yield opened
     if request.session.testsfailed > failed_before:
