@@ -77,3 +77,9 @@ def about_named(query: str, ranked: Sequence[Key], subjects: Mapping[Key, str | 
     subject-aware recall fuses as a third ranked list."""
     named = named_subjects(query, set(subjects.values()))
     return [key for key in ranked if subjects.get(key) in named] if named else []
+
+
+def subject_key(subject: str | None) -> str:
+    """A subject as the subject filter and dedup compare it: trimmed and case-folded (no subject
+    and a blank one are the same)."""
+    return (subject or "").strip().casefold()

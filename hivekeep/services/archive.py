@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule
+from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import clean_text, embedding_text, normalise_text
 from hivekeep.errors import ProviderError, ValidationError
 from hivekeep.events import EventBus
@@ -28,7 +29,6 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.rows import first_version
-from hivekeep.store.vector_cache import subject_key
 from hivekeep.types import Actor, EmbeddingState
 
 log = logging.getLogger(__name__)

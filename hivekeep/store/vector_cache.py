@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hivekeep.core.subjects import subject_key
 from hivekeep.errors import StoreError
 from hivekeep.metrics import track_vector_cache
 from hivekeep.store.base import MemoryFilter, Vector
@@ -70,11 +71,6 @@ class VectorRow:
     category: str
     subject: str  # trimmed and case-folded, as filters compare it
     created_at: str
-
-
-def subject_key(subject: str | None) -> str:
-    """A subject as the subject filter compares it: trimmed and case-folded."""
-    return (subject or "").strip().casefold()
 
 
 def audience(agent_id: int | None, scope: Scope) -> int:

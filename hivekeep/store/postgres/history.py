@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager
 import psycopg
 from psycopg.rows import TupleRow
 
+from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import normalise_text, now_timestamp
 from hivekeep.store.base import (
     PERSON,
@@ -39,7 +40,6 @@ from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import in_trash, trashed_author
 from hivekeep.store.sql.memories import owned, visible
 from hivekeep.store.sql.versions import record_change
-from hivekeep.store.vector_cache import subject_key
 from hivekeep.types import Actor, Operation
 
 Connection = psycopg.Connection[TupleRow]

@@ -23,13 +23,13 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
+from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import now_timestamp
 from hivekeep.store.base import PERSON, EmbeddingSpace, Inserted, MemoryWrite
 from hivekeep.store.postgres.vectors import checked_vector
 from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.memories import fetch, found_duplicate, link_similar
-from hivekeep.store.vector_cache import subject_key
 
 Connection = psycopg.Connection[TupleRow]
 Similarities = npt.NDArray[np.float64]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hivekeep.core.dedup import Verdict
+from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import NotFound
 from hivekeep.store.base import (
@@ -30,7 +31,6 @@ from hivekeep.store.base import (
 from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
 from hivekeep.store.sql.dialect import Dialect, Session, SqlRows, TextQuery
 from hivekeep.store.sql.versions import latest_version, record_merge, record_version
-from hivekeep.store.vector_cache import subject_key
 from hivekeep.types import Scope
 
 

@@ -19,6 +19,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from hivekeep.core.subjects import subject_key
 from hivekeep.errors import StoreError
 from hivekeep.store.base import MemoryFilter, MemoryRecord, MemoryWrite, Vector
 from hivekeep.store.sql.memories import filter_clauses
@@ -29,7 +30,6 @@ from hivekeep.store.vector_cache import (
     VectorRow,
     append_log,
     audience,
-    subject_key,
 )
 
 
