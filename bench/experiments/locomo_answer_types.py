@@ -20,7 +20,6 @@ None was kept (docs/benchmarks.md, "Temporal questions"): the output says why, f
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 import sys
@@ -35,12 +34,12 @@ from bench.experiments.locomo_levers import (
     CANDIDATE,
     Corpus,
     Question,
-    build,
+    corpora_from,
     index,
     spoken_date,
     text_ranking,
 )
-from bench.locomo_data import CATEGORIES, DEFAULT_PATH, Conversation, load
+from bench.locomo_data import CATEGORIES, Conversation
 from bench.locomo_folds import wins
 from hivekeep.core.fusion import Ranked, fuse
 from hivekeep.providers.embeddings.local import LocalEmbedder
@@ -206,13 +205,7 @@ def rank(conv: Conversation, c: Corpus, q: Question, text: str, extra: Extra | N
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_PATH)
-    parser.add_argument("--setup", choices=["plain", "subject", "said"], default="subject")
-    args = parser.parse_args(argv)
-    embedder = LocalEmbedder()
-    conversations = load(args.data)
-    corpora = [build(conv, embedder, args.setup) for conv in conversations]
+    args, conversations, corpora = corpora_from(argv, __doc__.split("\n\n")[0])
     variants: dict[str, Extra | None] = {"shipped": None}
     for search in (False, True):
         for weight in (0.5, 1.0):

@@ -273,14 +273,22 @@ def grid() -> list[Hybrid]:
     ]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def corpora_from(
+    argv: Sequence[str] | None, description: str
+) -> tuple[argparse.Namespace, list[Conversation], list[Corpus]]:
+    """The command line every LoCoMo experiment takes (``--data``, ``--setup``): the arguments,
+    the conversations, and each one's corpus built with the bundled model."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data", type=Path, default=DEFAULT_PATH)
     parser.add_argument("--setup", choices=["plain", "subject", "said"], default="subject")
     args = parser.parse_args(argv)
     embedder = LocalEmbedder()
     conversations = load(args.data)
-    corpora = [build(conv, embedder, args.setup) for conv in conversations]
+    return args, conversations, [build(conv, embedder, args.setup) for conv in conversations]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, _, corpora = corpora_from(argv, __doc__.split("\n\n")[0])
     names = [c.name for c in corpora]
     fold_cols = " | ".join(f"R@10 {n}" for n in names)
     header = f"| variant | R@5 | R@10 | R@20 | {fold_cols} |\n|" + "---|" * (4 + len(names))

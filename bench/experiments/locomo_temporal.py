@@ -13,7 +13,6 @@ and the one that takes the union of both top 10s (20 candidates), against the sh
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -22,8 +21,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.experiments.locomo_levers import CANDIDATE, Corpus, Hybrid, Question, build
-from bench.locomo_data import CATEGORIES, DEFAULT_PATH, load
+from bench.experiments.locomo_levers import (
+    CANDIDATE,
+    Corpus,
+    Hybrid,
+    Question,
+    corpora_from,
+)
+from bench.locomo_data import CATEGORIES
 from bench.locomo_folds import leave_one_out, per_fold, wins
 from hivekeep.providers.embeddings.local import LocalEmbedder
 
@@ -66,12 +71,7 @@ def folds_of(scored: Scored, folds: int, category: int | None = None) -> list[li
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_PATH)
-    parser.add_argument("--setup", choices=["plain", "subject", "said"], default="subject")
-    args = parser.parse_args(argv)
-    embedder = LocalEmbedder()
-    corpora = [build(conv, embedder, args.setup) for conv in load(args.data)]
+    args, _, corpora = corpora_from(argv, __doc__.split("\n\n")[0])
     names = [c.name for c in corpora]
     n = len(corpora)
     questions = sum(len(c.questions) for c in corpora)
