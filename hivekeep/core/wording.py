@@ -211,7 +211,6 @@ _SYNONYMS = {
     "co-ordinate": "coordinate",
     "to-do": "todo",
 }
-_NOT_NAMERS = _words("i you he she we they it who user users one")  # "the user called Tom"
 
 # punctuation that marks no relation between the words around it (P* categories, less these;
 # "?" asks rather than states: "The user is moving?" hedges what "... is moving." says)
@@ -300,26 +299,31 @@ def _word(word: str, *, first: bool, text: str, at: int) -> Token:
     if folded in _FUNCTION:
         return Token(folded, Kind.FUNCTION)
     key = _spelling(folded)
-    if key == "called" and _names_something(_previous_word(text, at)):
-        key = "named"  # "a dog called Rex", "is called Leo" (not "the user called Tom")
+    if key == "called" and _names_something(_previous_words(text, at)):
+        key = "named"  # "is called Leo", "a dog called Rex" (not "the manager called Priya")
     capital = any(ch.isupper() for ch in word) and not (first and word[1:].islower())
     return Token(key, Kind.NAME if capital else Kind.WORD)
 
 
-def _names_something(previous: str) -> bool:
-    """After a copula or a common noun ("a dog called Rex"), not after a person or a pronoun
-    ("Anna called Tom", "she called Tom": a phone call)."""
-    return previous.casefold() in COPULAS or (
-        previous.isalpha()
-        and previous.islower()
-        and previous not in _NOT_NAMERS
-        and previous not in _FUNCTION
+def _names_something(before: list[str]) -> bool:
+    """ "called" names after a copula ("is called Leo") or after "a" and a common noun ("a dog
+    called Rex"); after anything else it may be a phone call ("the manager called Priya",
+    "Anna called Tom")."""
+    if not before:
+        return False
+    if before[-1].casefold() in COPULAS:
+        return True
+    return (
+        len(before) >= 2
+        and before[-2].casefold() in ("a", "an")
+        and before[-1].isalpha()
+        and before[-1].islower()
     )
 
 
-def _previous_word(text: str, at: int) -> str:
-    before = re.findall(r"[^\W_]+", text[:at])
-    return before[-1] if before else ""
+def _previous_words(text: str, at: int) -> list[str]:
+    """The (at most two) words before position ``at``, as written."""
+    return re.findall(r"[^\W_]+", text[:at])[-2:]
 
 
 def _symbol(char: str, previous: list[Token]) -> list[Token]:
