@@ -68,13 +68,13 @@ def test_a_write_says_what_the_server_said_duplicate_and_similar(page: Page) -> 
     expect(outcome).to_contain_text(f"Already known as #{first_id}")
     expect(outcome).to_contain_text("Ann lives in Lisbon since May")
     expect(page.locator(".memories .memory")).to_have_count(2)  # nothing new was stored
-    expect(outcome).to_contain_text("kept as version 2 of its history")  # merged_as_version
-    lisbon = page.locator(f".memories .memory[data-id='{first_id}']")
-    expect(lisbon.locator(".newer")).to_contain_text("Ann lives in Porto since May")  # newer
     page.locator(".memory-form .memory-link", has_text=f"#{first_id}").click()
     focused = page.locator(f".memories .memory.focus[data-id='{first_id}']")
     expect(focused).to_be_visible()
     expect(focused).to_be_in_viewport()
+    expect(outcome).to_contain_text("kept as version 2 of its history")  # merged_as_version
+    lisbon = page.locator(f".memories .memory[data-id='{first_id}']")
+    expect(lisbon.locator(".newer")).to_contain_text("Ann lives in Porto since May")  # newer
 
 
 def test_a_memory_typed_into_the_form_is_recorded_as_the_persons(page: Page) -> None:

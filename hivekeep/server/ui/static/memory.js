@@ -214,7 +214,9 @@ function archive(agent) {
     try {
       const page = await api(`/agents/${agent.id}/memories?${params}`);
       if (live && list.querySelector("form, .history")) return; // an edit or history is open: keep it
+      const focused = list.querySelector(".memory.focus")?.dataset.id; // a refresh keeps it
       list.replaceChildren(...page.memories.map((m) => memoryItem(ctx, m)));
+      if (focused) list.querySelector(`li[data-id="${focused}"]`)?.classList.add("focus");
       legend.hidden = !params.has("query") || !page.memories.length;
       const shown = page.memories.length;
       summary.textContent = shown ? `${offset + 1}–${offset + shown} of ${page.total}` +
