@@ -124,6 +124,53 @@ def _new_message(message: Message) -> NewMessage:
     )
 
 
+class Conversations:
+    """An agent's conversations as objects to list, rename, delete and restore.
+
+    >>> [c.title for c in agent.conversations.list()]  # doctest: +SKIP
+    >>> agent.conversations.delete(3); agent.conversations.restore(3)  # doctest: +SKIP
+    """
+
+    def __init__(self, services: Services, agent_id: int) -> None:
+        self._service = services.conversations
+        self._store = services.store
+        self._agent_id = agent_id
+
+    def __call__(self) -> list[ConversationRecord]:
+        """The same as ``list()``."""
+        return self.list()
+
+    def list(self) -> list[ConversationRecord]:
+        """The conversations not in the trash, most recently active first."""
+        return self._store.list_conversations(self._agent_id)
+
+    def trash(self) -> list[ConversationRecord]:
+        """The deleted conversations still in the trash, newest deletion first."""
+        return self._store.list_conversations(self._agent_id, deleted=True)
+
+    def get(self, conversation_id: int) -> ConversationRecord:
+        """One conversation (NotFound for another agent's, or one in the trash)."""
+        return self._service.get(self._agent_id, check_id(conversation_id, "conversation"))
+
+    def start(self, title: str = "") -> ConversationRecord:
+        """A new, empty conversation (untitled: named after its first message)."""
+        return self._service.create(self._agent_id, title)
+
+    def rename(self, conversation_id: int, title: str) -> ConversationRecord:
+        return self._service.rename(
+            self._agent_id, check_id(conversation_id, "conversation"), title
+        )
+
+    def delete(self, conversation_id: int) -> ConversationRecord:
+        """Move it to the trash: out of the list at once, restorable with ``restore`` until the
+        retention period ends (``trash_days``, as for memories); then erased for good."""
+        return self._service.delete(self._agent_id, check_id(conversation_id, "conversation"))
+
+    def restore(self, conversation_id: int) -> ConversationRecord:
+        """Undo a delete: the conversation is back with all its messages and summaries."""
+        return self._service.restore(self._agent_id, check_id(conversation_id, "conversation"))
+
+
 class Agent:
     """Handed out by ``Hive``; every method acts as this agent and sees only what it may see.
 
@@ -413,14 +460,17 @@ class Agent:
 
     # conversations ------------------------------------------------------------------------------
     def start_conversation(self, title: str = "") -> ConversationRecord:
-        return self._services.conversations.create(self.id, title)
+        """A new conversation (``conversations.start``); untitled, its first message names it."""
+        return self.conversations.start(title)
 
-    def conversations(self) -> list[ConversationRecord]:
-        """This agent's conversations, most recently active first."""
-        return self._services.store.list_conversations(self.id)
+    @property
+    def conversations(self) -> Conversations:
+        """This agent's conversations: ``list()``, ``rename``, ``delete`` (to the trash),
+        ``restore``, ``trash()``; calling it, ``agent.conversations()``, is ``list()``."""
+        return Conversations(self._services, self.id)
 
     def conversation(self, conversation_id: int) -> ConversationRecord:
-        return self._services.conversations.get(self.id, check_id(conversation_id, "conversation"))
+        return self.conversations.get(conversation_id)
 
     def messages(
         self, conversation_id: int, *, after_id: int = 0, limit: int = 200
@@ -465,11 +515,9 @@ class Agent:
         if speaker is not None and not 1 <= len(speaker.strip()) <= 100:
             raise ValidationError("speaker must be 1-100 characters when given.")
         self._services.llms.chat_model(self.id)  # fail now, clearly, when no model is configured
-        conversation_id = (
-            self.start_conversation(message[:60]).id
-            if conversation is None
-            else self.conversation(conversation).id
-        )
+        record = self.start_conversation() if conversation is None else self.conversation(conversation)
+        self._services.conversations.title_from_first_message(record, message)
+        conversation_id = record.id
         return self._services.chats.stream(
             self.record, self.call_tool, message, conversation_id, speaker
         )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import queue
+import threading
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -50,9 +52,10 @@ BUSY: dict[int | str, dict[str, Any]] = {
 class ConversationOut(BaseModel):
     id: int
     agent_id: int
-    title: str
+    title: str = Field(description="Empty until set or taken from the first message.")
     created_at: str
     updated_at: str
+    deleted_at: str | None = Field(description="When it went to the trash; null when live.")
 
 
 class ConversationList(BaseModel):
@@ -61,6 +64,10 @@ class ConversationList(BaseModel):
 
 class NewConversation(Body):
     title: str = Field(default="", max_length=200)
+
+
+class Rename(Body):
+    title: str = Field(min_length=1, max_length=200)
 
 
 class ChatBody(Body):
@@ -162,17 +169,45 @@ def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
 
 
 # conversations ----------------------------------------------------------------------------------
+def conversation_out(record: ConversationRecord) -> ConversationOut:
+    return ConversationOut(**dataclasses.asdict(record))
+
+
 @router.get("/agents/{agent}/conversations")
-def list_conversations(agent: AgentDep) -> ConversationList:
-    """The agent's conversations, most recently active first."""
-    return ConversationList(
-        conversations=[ConversationOut(**dataclasses.asdict(c)) for c in agent.conversations()]
-    )
+def list_conversations(agent: AgentDep, trashed: bool = False) -> ConversationList:
+    """The agent's conversations, most recently active first; ``trashed``: the deleted ones
+    still in the trash instead, newest deletion first."""
+    found = agent.conversations.trash() if trashed else agent.conversations.list()
+    return ConversationList(conversations=[conversation_out(c) for c in found])
 
 
 @router.post("/agents/{agent}/conversations", status_code=201)
 def create_conversation(agent: AgentDep, body: NewConversation) -> ConversationOut:
-    return ConversationOut(**dataclasses.asdict(agent.start_conversation(body.title)))
+    """A new conversation; left untitled, its first message names it."""
+    return conversation_out(agent.conversations.start(body.title))
+
+
+@router.patch("/conversations/{conversation_id}")
+def rename_conversation(
+    conversation_id: ConversationId, body: Rename, hive: HiveDep
+) -> ConversationOut:
+    agent, _ = _conversation(hive, conversation_id)
+    return conversation_out(agent.conversations.rename(conversation_id, body.title))
+
+
+@router.delete("/conversations/{conversation_id}")
+def delete_conversation(conversation_id: ConversationId, hive: HiveDep) -> ConversationOut:
+    """To the trash (``deleted_at`` set): undo with ``POST .../restore`` until the retention
+    period ends."""
+    agent, _ = _conversation(hive, conversation_id)
+    return conversation_out(agent.conversations.delete(conversation_id))
+
+
+@router.post("/conversations/{conversation_id}/restore")
+def restore_conversation(conversation_id: ConversationId, hive: HiveDep) -> ConversationOut:
+    """Back from the trash, whole."""
+    agent = hive.conversation_agent(conversation_id)
+    return conversation_out(agent.conversations.restore(conversation_id))
 
 
 @router.get("/conversations/{conversation_id}/messages")
@@ -229,7 +264,32 @@ def chat(conversation_id: ConversationId, body: ChatBody, hive: HiveDep) -> Stre
 def _stream_chat(
     hive: Hive, agent: Agent, conversation_id: int, events: Iterator[Any]
 ) -> Iterator[str]:
-    """Runs in the threadpool (a sync iterator): the model is called as the client reads."""
+    """The turn runs in a thread of its own, to its end, whatever the client does: a reload or
+    a closed tab mid-stream does not cancel it (its pieces reach every ``/api/events`` client as
+    ``chat:delta`` / ``chat:done``, and the reloaded page reads the stored reply). The response
+    only relays what the turn produced while its client is there."""
+    pieces: queue.Queue[str | None] = queue.Queue()
+
+    def run() -> None:
+        try:
+            for piece in _turn(hive, agent, conversation_id, events):
+                pieces.put(piece)
+        except Exception as exc:  # a bug, not a model failure: logged, and the client told
+            log.exception("Chat turn of conversation %s failed", conversation_id)
+            hive.events.publish(
+                "chat:done", agent.id, conversation_id=conversation_id, error=str(exc)
+            )
+            pieces.put(_sse("error", {"status": 500, "code": "internal", "message": str(exc)}))
+        finally:
+            pieces.put(None)
+
+    threading.Thread(target=run, name=f"chat-{conversation_id}", daemon=True).start()
+    while (piece := pieces.get()) is not None:
+        yield piece
+
+
+def _turn(hive: Hive, agent: Agent, conversation_id: int, events: Iterator[Any]) -> Iterator[str]:
+    """The turn's SSE pieces, each also published on the hive's bus."""
     try:
         for event in events:
             if isinstance(event, TextDelta):

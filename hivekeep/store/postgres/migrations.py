@@ -347,6 +347,11 @@ def m007_room_for_retrieval_counts(conn: Connection) -> None:
     conn.execute("ALTER TABLE memories SET (fillfactor = 60)")
 
 
+def m008_conversation_trash(conn: Connection) -> None:
+    """A trash for conversations: SQLite's migration 11."""
+    conn.execute('ALTER TABLE conversations ADD COLUMN deleted_at text COLLATE "C"')
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial: agents, memories (full text, vector), conversations, leases", m001_initial),
     (2, "shared memories outlive their author", m002_memories_outlive_authors),
@@ -355,6 +360,7 @@ MIGRATIONS: list[Migration] = [
     (5, "purges whose clean-up is pending", m005_pending_scrubs),
     (6, "scoped API tokens, hashed", m006_access_tokens),
     (7, "memories pages keep room for a retrieval-count update", m007_room_for_retrieval_counts),
+    (8, "a trash for conversations", m008_conversation_trash),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -458,6 +458,12 @@ def m010_access_tokens(conn: Connection) -> None:
     )
 
 
+def m011_conversation_trash(conn: Connection) -> None:
+    """``conversations.deleted_at``: a deleted conversation waits in the trash, restorable, until
+    the retention period ends (docs/conversations.md, "Rename and delete")."""
+    conn.execute("ALTER TABLE conversations ADD COLUMN deleted_at TEXT")
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial", m001_initial),
     (2, "full text over source context and date", m002_fts_context),
@@ -469,6 +475,7 @@ MIGRATIONS: list[Migration] = [
     (8, "merged writes kept in history; links to newer near-twins", m008_merges_and_links),
     (9, "purges whose clean-up is pending", m009_pending_scrubs),
     (10, "scoped API tokens, hashed", m010_access_tokens),
+    (11, "a trash for conversations", m011_conversation_trash),
 ]
 LATEST = MIGRATIONS[-1][0]
 

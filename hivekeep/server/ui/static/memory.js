@@ -134,8 +134,9 @@ function memoryItem(ctx, memory) {
       await api(`/memories/${memory.id}`, { method: "DELETE" });
       reload();
     } }, "Delete")) : null;
-  item.append(h("p", { class: "content" }, memory.content), badges,
-    memory.newer ? newerLine(ctx, memory.newer) : null, actions);
+  // h() drops the absent parts (Element.append would write them out as the text "null")
+  item.replaceChildren(...h("div", {}, h("p", { class: "content" }, memory.content), badges,
+    memory.newer ? newerLine(ctx, memory.newer) : null, actions).childNodes);
 
   async function showHistory() {
     const versions = await api(`/agents/${agent.id}/memories/${memory.id}/history`);
