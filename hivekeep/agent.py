@@ -515,7 +515,9 @@ class Agent:
         if speaker is not None and not 1 <= len(speaker.strip()) <= 100:
             raise ValidationError("speaker must be 1-100 characters when given.")
         self._services.llms.chat_model(self.id)  # fail now, clearly, when no model is configured
-        record = self.start_conversation() if conversation is None else self.conversation(conversation)
+        record = (
+            self.start_conversation() if conversation is None else self.conversation(conversation)
+        )
         self._services.conversations.title_from_first_message(record, message)
         conversation_id = record.id
         return self._services.chats.stream(

@@ -47,6 +47,10 @@ COMMANDS = {
     "serve": ("serve:serve", "Serve the REST API, live events and the web UI."),
     "mcp": ("mcp:mcp", "Serve the agent's memory tools and profile over MCP."),
     "chat": ("chat:chat", "Chat with an agent in the terminal, using the configured LLM."),
+    "conversations": (
+        "conversations:conversations",
+        "An agent's conversations: list, rename, delete (to the trash), restore.",
+    ),
     "compact": ("upkeep:compact", "Compact a conversation now."),
     "export": ("transfer:export", "Write the hive as JSONL."),
     "import": ("transfer:import_", "Merge an export file (from `hivekeep export`) into the hive."),
