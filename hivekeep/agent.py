@@ -542,6 +542,18 @@ class Agent:
             self._services.compaction.after_turn(self.record, conversation_id)
         return records
 
+    def room_warning(self) -> str | None:
+        """What is wrong when the chat model's window leaves too little room for a conversation
+        beside the part no compaction can fold (system prompt, profile, tool schemas); None
+        when it is fine. Needs the chat model (``LLMNotConfigured`` otherwise)."""
+        return self._services.compaction.room_warning(self.record)
+
+    def compaction_waiting(self, conversation_id: int) -> str | None:
+        """Why the conversation is not being compacted now (under the trigger, or too little
+        old enough to fold), or None when the next turn compacts it."""
+        self.conversation(conversation_id)
+        return self._services.compaction.waiting(self.record, conversation_id)
+
     def compact(self, conversation_id: int, *, force: bool = True) -> CompactionOutcome:
         """Compact now (``force``: fold at least half of the raw history, SPEC §7.5). Raises
         ``AgentBusy`` if a compaction of this agent is already running; other failures are in

@@ -59,6 +59,7 @@ class Context:
     tokens: int  # the messages plus the tool schemas offered with them
     raw: list[MessageRecord]
     summaries: list[SummaryRecord]
+    reserved_tokens: int  # what compaction cannot fold now: tool schemas, system prompt, summaries
 
 
 def system_prompt(agent: AgentRecord, profile_text: str) -> str:
@@ -192,8 +193,15 @@ class ConversationService:
         )
         # Stored messages carry their token count; only what the pipeline re-rendered (and the
         # system prefix) is counted again, so a turn does not re-tokenize the whole history.
-        tokens = self._tool_tokens + estimate_usage(messages[:1], "").input_tokens
+        reserved = self._tool_tokens + estimate_usage(messages[:1], "").input_tokens
+        tokens = reserved
         for shown, stored in zip(messages[1:], raw, strict=True):
             same = shown.content == stored.content
             tokens += stored.tokens if same else estimate_usage([shown], "").input_tokens
-        return Context(messages, tokens, raw, summaries)
+        return Context(messages, tokens, raw, summaries, reserved)
+
+    def fixed_tokens(self, agent: AgentRecord, profile_text: str) -> int:
+        """The part of every context no compaction can fold: tool schemas, system prompt and
+        profile (an empty conversation's context)."""
+        prompt = [Message("system", system_prompt(agent, profile_text))]
+        return self._tool_tokens + estimate_usage(prompt, "").input_tokens
