@@ -14,7 +14,6 @@ from hivekeep.core.compaction import (
     SummaryInfo,
     Zone,
     keep_budget,
-    min_batch,
     min_batch as min_batch_of,
     needs_compaction,
     plan_fold,
@@ -160,8 +159,8 @@ def test_min_batch_skips_small_folds() -> None:
 def test_the_minimum_batch_scales_down_with_a_small_window() -> None:
     """Issue 34: a fixed 2,000-token minimum never let a 4,096 window compact in time."""
     s = CompactionSettings()
-    assert min_batch(128_000, s) == 2000
-    assert min_batch(4096, s) == 204  # 5 % of the window
+    assert min_batch_of(128_000, s) == 2000
+    assert min_batch_of(4096, s) == 204  # 5 % of the window
     assert plan_fold(chat(500, 500, 500, 500, 600), 4096, s) == FoldPlan((1, 2), (3, 4, 5), 1000)
 
 
