@@ -14,7 +14,6 @@ from hivekeep.core.compaction import (
     SummaryInfo,
     Zone,
     keep_budget,
-    min_batch as min_batch_of,
     needs_compaction,
     plan_fold,
     plan_merge,
@@ -24,6 +23,9 @@ from hivekeep.core.compaction import (
     summary_max_tokens,
     tool_result_zone_map,
     tool_result_zones,
+)
+from hivekeep.core.compaction import (
+    min_batch as min_batch_of,
 )
 from hivekeep.errors import ValidationError
 
