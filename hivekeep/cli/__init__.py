@@ -247,6 +247,20 @@ def open_hive(db: str, *, create: bool = False, **options: Any) -> Iterator[Hive
         raise
 
 
+def room_warnings(hive: Hive) -> list[tuple[str, str]]:
+    """(agent name, warning) for each agent whose model window leaves too little room for a
+    conversation (``Agent.room_warning``); agents without a usable model are skipped."""
+    found = []
+    for agent in hive.agents():
+        try:
+            warning = agent.room_warning()
+        except HivekeepError:
+            continue  # no model: the serve line already says so
+        if warning:
+            found.append((agent.name, warning))
+    return found
+
+
 @contextmanager
 def open_agent(db: str, agent_key: str) -> Iterator[Agent]:
     """One agent of the hive at ``db``, by name or id."""

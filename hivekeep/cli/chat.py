@@ -109,6 +109,9 @@ def chat(agent_key: str, conversation_id: int | None, speaker: str | None, db: s
             ),
             err=True,
         )
+        room = agent.room_warning()  # a window too small for the fixed part: said up front
+        if room:
+            click.echo(click.style(f"Warning: {room}", fg="yellow"), err=True)
         upkeep = _upkeep_line(hive.resume(agent.id))  # this agent's upkeep: others wait
         if upkeep:
             click.echo(dim(upkeep), err=True)

@@ -13,7 +13,14 @@ import socket
 
 import click
 
-from hivekeep.cli import db_option, hive_location, missing_hive_file, open_hive
+from hivekeep.cli import (
+    db_option,
+    echo,
+    hive_location,
+    missing_hive_file,
+    open_hive,
+    room_warnings,
+)
 from hivekeep.config import API_TOKEN, SERVE_HOST, SERVE_PORT
 
 TOKEN_ENV = API_TOKEN.env
@@ -117,6 +124,8 @@ def serve(host: str, port: int, db: str) -> None:
         click.echo(f"hivekeep: serving {where} at {url} (docs: {url}/docs; auth: {auth}; {model})")
         if problem is not None:
             click.echo(f"hivekeep: {problem}", err=True)
+        for name, warning in room_warnings(hive):
+            echo(f"hivekeep: agent {name}: {warning}", err=True)
         if not is_loopback(host) and not hive.settings.allowed_hosts:
             click.echo(
                 "hivekeep: only loopback names and --host are answered; list the names clients "

@@ -83,6 +83,15 @@ class ContextOut(BaseModel):
     raw_messages: int
     summaries: int
     llm_error: str | None = None
+    waiting: str | None = Field(
+        default=None, description="Why compaction is not running now; null when it is due."
+    )
+    warning: str | None = Field(
+        default=None,
+        description="Set when the fixed part (system prompt, profile, tool schemas) leaves the "
+        "conversation too little of the window.",
+    )
+    answering: bool = Field(default=False, description="A turn is running here right now.")
 
 
 # the largest window a model offers today is 10M tokens; a bigger number is a typo
@@ -109,6 +118,8 @@ class SettingsPatch(Body):
 
 
 MODEL_FIELDS = ("model", "compacting_model", "extraction_model")
+# Conversations with a turn running in this server (a reloaded page shows it as under way)
+ANSWERING: set[int] = set()
 
 
 # helpers ----------------------------------------------------------------------------------------
@@ -233,6 +244,7 @@ def get_context(conversation_id: ConversationId, hive: HiveDep) -> ContextOut:
     agent, _ = _conversation(hive, conversation_id)
     context = agent.context(conversation_id)
     model = _model_info(hive, agent)
+    usable = model["llm_error"] is None
     return ContextOut(
         conversation_id=conversation_id,
         tokens=context.tokens,
@@ -241,6 +253,9 @@ def get_context(conversation_id: ConversationId, hive: HiveDep) -> ContextOut:
         raw_messages=len(context.raw),
         summaries=len(context.summaries),
         llm_error=model["llm_error"],
+        waiting=agent.compaction_waiting(conversation_id) if usable else None,
+        warning=agent.room_warning() if usable else None,
+        answering=conversation_id in ANSWERING,
     )
 
 
@@ -281,8 +296,10 @@ def _stream_chat(
             )
             pieces.put(_sse("error", {"status": 500, "code": "internal", "message": str(exc)}))
         finally:
+            ANSWERING.discard(conversation_id)
             pieces.put(None)
 
+    ANSWERING.add(conversation_id)
     threading.Thread(target=run, name=f"chat-{conversation_id}", daemon=True).start()
     while (piece := pieces.get()) is not None:
         yield piece
