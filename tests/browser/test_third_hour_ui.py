@@ -13,7 +13,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, expect
 
-from tests.browser.test_ui import ARTIFACTS, TIMEOUT_MS, watched_page
+from tests.browser.test_ui import ARTIFACTS, watched_page
 from tests.integration.scripted_server import DEFAULT_SCRIPT, start_scripted_server
 from tests.integration.server_support import Server
 
