@@ -245,8 +245,10 @@ class Agent:
         importance: int | None = None,
         scope: Scope | str = Scope.PRIVATE,
         source_context: str | None = None,
+        by: Actor = Actor.AGENT,
     ) -> Memorized:
-        """Save a memory now; returns the existing one (``duplicate=True``) if already known."""
+        """Save a memory now; returns the existing one (``duplicate=True``) if already known.
+        ``by``: who wrote it, as history records it (a person's command line: ``PERSON``)."""
         return self.memorize_many(
             [
                 {
@@ -257,7 +259,8 @@ class Agent:
                     "scope": scope,
                     "source_context": source_context,
                 }
-            ]
+            ],
+            by=by,
         )[0]
 
     def memorize_many(

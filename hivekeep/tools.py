@@ -212,6 +212,11 @@ def _memorize(agent: ToolAgent, args: MemorizeArgs) -> dict[str, Any]:
         scope=args.scope,
         source_context=args.source_context,
     )
+    return memorize_result(written)
+
+
+def memorize_result(written: Memorized) -> dict[str, Any]:
+    """``memorize``'s answer for a write (the tool's, and the CLI's for a person's write)."""
     memory = written.memory
     return {
         "id": memory.id,

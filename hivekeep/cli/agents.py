@@ -144,7 +144,8 @@ def _short(role: str) -> str:
     "numbers",
     multiple=True,
     metavar="KEY=VALUE",
-    help="A compaction number, e.g. threshold_percent=60 (replaces the overrides; repeatable).",
+    help="A compaction number, e.g. threshold_percent=60, added to the agent's other overrides "
+    "(repeatable; --reset-compaction clears them first).",
 )
 @click.option("--reset-compaction", is_flag=True, help="Back to the hive's compaction numbers.")
 @db_option
@@ -181,9 +182,12 @@ def configure(
     }
     if context_window is not None:
         specs["context_window"] = _window(context_window)
-    compaction = {} if reset_compaction else _numbers(numbers) if numbers else None
     with open_hive(db) as hive:
         agent = hive.get_agent(name)
+        compaction = {} if reset_compaction else None
+        if numbers:  # one more override: the agent's others stay
+            kept = {} if reset_compaction else agent.settings().compaction
+            compaction = {**kept, **_numbers(numbers)}
         if specs or compaction is not None:
             agent.configure(compaction=compaction, **specs)
         stored = agent.settings()

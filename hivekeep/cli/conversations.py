@@ -69,7 +69,13 @@ def list_conversations(agent_key: str, trash: bool, db: str, as_json: bool) -> N
 @agent_option
 @db_option
 def rename(conversation_id: int, title: str, agent_key: str, db: str) -> None:
-    """Give conversation ID the title TITLE."""
+    """Give conversation ID the title TITLE.
+
+    Example:
+
+    \b
+        hivekeep conversations rename 3 "Trip to Porto" --agent assistant
+    """
     with open_agent(db, agent_key) as agent:
         echo(f"Renamed: {_line(agent.conversations.rename(conversation_id, title))}")
 
@@ -79,7 +85,13 @@ def rename(conversation_id: int, title: str, agent_key: str, db: str) -> None:
 @agent_option
 @db_option
 def delete(conversation_id: int, agent_key: str, db: str) -> None:
-    """Move conversation ID to the trash (undo with `restore`)."""
+    """Move conversation ID to the trash (undo with `restore`).
+
+    Example:
+
+    \b
+        hivekeep conversations delete 3 --agent assistant
+    """
     with open_agent(db, agent_key) as agent:
         agent.conversations.delete(conversation_id)
         click.echo(
@@ -93,6 +105,12 @@ def delete(conversation_id: int, agent_key: str, db: str) -> None:
 @agent_option
 @db_option
 def restore(conversation_id: int, agent_key: str, db: str) -> None:
-    """Bring conversation ID back from the trash, with all its messages."""
+    """Bring conversation ID back from the trash, with all its messages.
+
+    Example:
+
+    \b
+        hivekeep conversations restore 3 --agent assistant
+    """
     with open_agent(db, agent_key) as agent:
         echo(f"Restored: {_line(agent.conversations.restore(conversation_id))}")

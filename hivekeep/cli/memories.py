@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from hivekeep import Agent, Category, Scope
+from hivekeep import Actor, Agent, Category, Scope
 from hivekeep.cli import agent_option, db_option, echo, echo_json, json_option, open_agent
-from hivekeep.tools import Problem, argument_problems
+from hivekeep.tools import Problem, argument_problems, memorize_result
 
 CATEGORIES = ", ".join(category.value for category in Category)
 SCOPES = " or ".join(scope.value for scope in Scope)
@@ -74,7 +74,8 @@ def memorize(
 ) -> None:
     """Save CONTENT to the agent's archive (the `memorize` tool).
 
-    A memory the agent can already see is not saved twice. Example:
+    A memory the agent can already see is not saved twice; history records the write as a
+    person's. Example:
 
     \b
         hivekeep memorize --agent assistant "The user moved to Lisbon in May 2024." \\
@@ -88,8 +89,9 @@ def memorize(
         "scope": scope,
         "source_context": source_context,
     }
-    with open_agent(db, agent_key) as agent:
-        result = call_tool(agent, "memorize", arguments, {"content": "CONTENT"})
+    given = checked("memorize", arguments, {"content": "CONTENT"})
+    with open_agent(db, agent_key) as agent:  # a person's write: history says "person"
+        result = memorize_result(agent.memorize(**given, by=Actor.PERSON))
     if as_json:
         echo_json(result)
     elif result["duplicate"]:
