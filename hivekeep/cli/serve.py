@@ -36,8 +36,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def port_problem(host: str, port: int) -> str | None:
-    """Why ``host:port`` cannot be listened on (in use, or no such address), or None."""
+def port_problem(host: str, port: int, option: str = "--port (or HIVEKEEP_PORT)") -> str | None:
+    """Why ``host:port`` cannot be listened on (in use, or no such address), or None;
+    ``option`` is what picks another port."""
     if port == 0:
         return None
     bare = host.strip("[]")
@@ -50,7 +51,7 @@ def port_problem(host: str, port: int) -> str | None:
             if exc.errno == errno.EADDRINUSE:
                 return (
                     f"Port {port} on {bare} is already in use (another hivekeep serve?). Stop "
-                    f"that program, or pick another port with --port (or HIVEKEEP_PORT)."
+                    f"that program, or pick another port with {option}."
                 )
             return f"Cannot listen on {bare}:{port}: {exc.strerror or exc}."
     return None

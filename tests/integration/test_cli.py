@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -419,6 +420,16 @@ def test_backup_into_a_missing_folder_names_the_folder(hka: Hivekeep, tmp_path: 
     failed = hka("backup", str(target), code=1)
     assert f"The folder {target.parent} does not exist" in failed.stderr
     assert "hive" not in failed.stderr.split("does not exist")[0]
+
+
+def test_mcp_http_on_a_busy_port_says_so_before_serving(hka: Hivekeep) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        failed = hka("mcp --agent assistant --http", str(port), code=1)
+    assert f"Port {port} on 127.0.0.1 is already in use" in failed.stderr
+    assert "--http PORT" in failed.stderr and "Serving" not in failed.output
 
 
 # -- the installed command ---------------------------------------------------------------------
