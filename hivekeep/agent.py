@@ -104,10 +104,22 @@ def memory_changes(
     return args.memory_id, changes
 
 
-def _new_message(message: Message) -> NewMessage:
-    """A message to store, counted as the context counts it (``Agent.add_messages``)."""
+def _new_message(message: Message | Mapping[str, Any]) -> NewMessage:
+    """A message to store, counted as the context counts it (``Agent.add_messages``): a
+    ``Message``, or an OpenAI-style dict (``{"role": "user", "content": "..."}``)."""
+    if isinstance(message, Mapping):
+        try:
+            message = Message.from_openai(message)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValidationError(
+                f"add_messages could not read {dict(message)!r} as an OpenAI-style message "
+                f"(it needs 'role' and 'content'; missing or malformed: {exc})."
+            ) from None
     if not isinstance(message, Message):
-        raise ValidationError(f"add_messages takes Message objects, got {type(message).__name__}.")
+        raise ValidationError(
+            "add_messages takes Message objects or OpenAI-style dicts, got "
+            f"{type(message).__name__}."
+        )
     if len(message.content) > MAX_MESSAGE_CHARS:
         raise ValidationError(
             f"A message is at most {MAX_MESSAGE_CHARS:,} characters, got {len(message.content):,}."
@@ -528,7 +540,11 @@ class Agent:
         )
 
     def add_messages(
-        self, conversation_id: int, messages: Sequence[Message], *, compact: bool = True
+        self,
+        conversation_id: int,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        compact: bool = True,
     ) -> list[MessageRecord]:
         """Store a turn that ran outside hivekeep's own loop (another framework called the
         model), in order and in one transaction; then, with ``compact``, the after-turn
