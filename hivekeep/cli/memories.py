@@ -158,14 +158,15 @@ def recall(
 
 
 def heading(memory: dict[str, Any], rank: int | None = None) -> str:
-    """A memory's line above its text: id, category, subject, age, score, who shares it."""
+    """A memory's line above its text: id, category, subject, age, how it matched (a search
+    hit: strong or weak, and which search found it), who shares it."""
     parts = [f"#{memory['id']}" if rank is None else f"{rank}. #{memory['id']}"]
     parts.append(memory["category"])
     if memory.get("subject"):
         parts.append(f"subject: {memory['subject']}")
     parts.append(memory["age"])
-    if "score" in memory:
-        parts.append(f"score {memory['score']:.4f}")
+    if "why" in memory:  # the fused score only ranks: the match is said in words
+        parts.append(memory["why"])
     if memory.get("shared_by"):
         deleted = " (deleted)" if memory.get("author_deleted") else ""
         parts.append(f"shared by {memory['shared_by']}{deleted}")

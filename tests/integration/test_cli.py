@@ -213,7 +213,11 @@ def test_memorize_then_recall(hka: Hivekeep) -> None:
     )
 
     lines = hka("recall --agent assistant", "where does the user live?").stdout.splitlines()
-    assert lines[0].startswith("1. #1 · fact · subject: user · just now · score 0.")
+    # the match in words (issue 34: a raw fused score told nothing), and which search found it
+    assert lines[0] == (
+        "1. #1 · fact · subject: user · just now · strong match: some words of the query, "
+        "and close in meaning"
+    )
     assert lines[1] == f"   {LISBON}"
     shared = hka("recall --agent assistant --category decision", "when do deploys go out?")
     assert shared.stdout.splitlines()[0].endswith(" · shared by planner")
@@ -227,6 +231,8 @@ def test_memorize_then_recall(hka: Hivekeep) -> None:
     memory = found["memories"][0]
     assert (memory["id"], memory["content"], memory["importance"]) == (1, LISBON, 7)
     assert isinstance(memory["score"], float)
+    assert (memory["match"], memory["found_by"]) == ("strong", ["vector", "text"])
+    assert memory["why"] == "strong match: every word of the query, and close in meaning"
 
     none = hka("recall --agent assistant --since 2999-01-01", "Lisbon")
     assert none.stdout == "No memories found.\n"
