@@ -135,7 +135,9 @@ function memoryItem(ctx, memory) {
       reload();
     } }, "Delete")) : null;
   // h() drops the absent parts (Element.append would write them out as the text "null")
-  item.replaceChildren(...h("div", {}, h("p", { class: "content" }, memory.content), badges,
+  // a search hit says why it was found: how well it matches, and by which search
+  const why = memory.why ? h("small", { class: "why" }, memory.why) : null;
+  item.replaceChildren(...h("div", {}, h("p", { class: "content" }, memory.content), badges, why,
     memory.newer ? newerLine(ctx, memory.newer) : null, actions).childNodes);
 
   async function showHistory() {
