@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -108,11 +109,12 @@ def _new_message(message: Message | Mapping[str, Any]) -> NewMessage:
     """A message to store, counted as the context counts it (``Agent.add_messages``): a
     ``Message``, or an OpenAI-style dict (``{"role": "user", "content": "..."}``)."""
     if isinstance(message, Mapping):
+        data = dict(message)
         try:
-            message = Message.from_openai(message)
+            message = Message.from_openai(data)
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValidationError(
-                f"add_messages could not read {dict(message)!r} as an OpenAI-style message "
+                f"add_messages could not read {data!r} as an OpenAI-style message "
                 f"(it needs 'role' and 'content'; missing or malformed: {exc})."
             ) from None
     if not isinstance(message, Message):
@@ -148,7 +150,7 @@ class Conversations:
         self._store = services.store
         self._agent_id = agent_id
 
-    def __call__(self) -> list[ConversationRecord]:
+    def __call__(self) -> builtins.list[ConversationRecord]:
         """The same as ``list()``."""
         return self.list()
 
@@ -156,7 +158,7 @@ class Conversations:
         """The conversations not in the trash, most recently active first."""
         return self._store.list_conversations(self._agent_id)
 
-    def trash(self) -> list[ConversationRecord]:
+    def trash(self) -> builtins.list[ConversationRecord]:
         """The deleted conversations still in the trash, newest deletion first."""
         return self._store.list_conversations(self._agent_id, deleted=True)
 

@@ -20,9 +20,14 @@ from hivekeep.store.tokens import TokenRecord
 class Hit(Protocol):
     """A search hit as ``hit_view`` reads it (``RecallHit``)."""
 
-    memory: MemoryRecord
-    score: float
-    found_by: tuple[str, ...]
+    @property
+    def memory(self) -> MemoryRecord: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def found_by(self) -> tuple[str, ...]: ...
 
     @property
     def match(self) -> str: ...

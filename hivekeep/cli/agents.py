@@ -184,7 +184,7 @@ def configure(
         specs["context_window"] = _window(context_window)
     with open_hive(db) as hive:
         agent = hive.get_agent(name)
-        compaction = {} if reset_compaction else None
+        compaction: dict[str, Any] | None = {} if reset_compaction else None
         if numbers:  # one more override: the agent's others stay
             kept = {} if reset_compaction else agent.settings().compaction
             compaction = {**kept, **_numbers(numbers)}
