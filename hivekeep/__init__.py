@@ -28,7 +28,7 @@ from hivekeep.errors import (
 )
 
 if TYPE_CHECKING:
-    from hivekeep.agent import Agent
+    from hivekeep.agent import Agent, Conversations
     from hivekeep.config import Settings
     from hivekeep.core.compaction import CompactionSettings
     from hivekeep.core.messages import Message, ToolCall
@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "Agent": "hivekeep.agent",
+    "Conversations": "hivekeep.agent",
     "Settings": "hivekeep.config",
     "CompactionSettings": "hivekeep.core.compaction",
     "Message": "hivekeep.core.messages",
@@ -150,6 +151,7 @@ __all__ = [
     "ConflictError",
     "Context",
     "ConversationRecord",
+    "Conversations",
     "CreatedToken",
     "Embedder",
     "EmbedderMismatch",
