@@ -180,6 +180,12 @@ def test_context_reports_tokens_window_and_threshold(api: httpx.Client) -> None:
     assert context["window"] == DEFAULT_SCRIPT["context_window"]
     assert context["threshold_percent"] == 75.0
     assert 0 < context["tokens"] < context["window"]
+    # why nothing is compacted yet, for the context bar; the 8,192 window leaves room enough
+    to_go = int(0.75 * context["window"]) - context["tokens"]
+    assert context["waiting"] == (
+        f"Compaction waits until the context passes 75 % (6,144 tokens): {to_go:,} to go."
+    )
+    assert context["warning"] is None and context["answering"] is False
     chat(api, conversation, "A longer message " * 20)
     assert (
         api.get(f"/api/conversations/{conversation}/context").json()["tokens"] > (context["tokens"])

@@ -460,8 +460,11 @@ def m010_access_tokens(conn: Connection) -> None:
 
 def m011_conversation_trash(conn: Connection) -> None:
     """``conversations.deleted_at``: a deleted conversation waits in the trash, restorable, until
-    the retention period ends (docs/conversations.md, "Rename and delete")."""
-    conn.execute("ALTER TABLE conversations ADD COLUMN deleted_at TEXT")
+    the retention period ends (docs/conversations.md, "Conversations as objects"). Idempotent,
+    like the migrations older test files replay."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(conversations)")}
+    if "deleted_at" not in columns:
+        conn.execute("ALTER TABLE conversations ADD COLUMN deleted_at TEXT")
 
 
 MIGRATIONS: list[Migration] = [
