@@ -177,3 +177,16 @@ def test_a_turn_outlives_a_reload_and_shows_in_every_open_tab(
     expect(other.locator(".msg.user", has_text="slow: are you there?")).to_be_visible()
     expect(other.locator(".msg.assistant", has_text=answer)).to_be_visible()
     other.context.close()
+
+
+def test_a_server_that_cannot_be_reached_is_said_in_words(page: Page) -> None:
+    """Issue 34: the browser's "Failed to fetch" told a person nothing."""
+    expect(page.get_by_text("Create or pick an agent.")).to_be_visible()  # loaded
+    page.route("**/api/**", lambda route: route.abort())  # as if `hivekeep serve` had stopped
+    page.get_by_label("New agent name").fill(f"ui{secrets.token_hex(4)}")
+    page.get_by_role("button", name="Create agent").click()
+    error = page.locator("#new-agent-error")
+    expect(error).to_contain_text("The hivekeep server cannot be reached")
+    expect(error).not_to_contain_text("Failed to fetch")
+    page.goto(f"{page.url.split('#')[0]}#/agents/1/chat")  # a view that cannot load says so too
+    expect(page.locator("#main")).to_contain_text("The hivekeep server cannot be reached")

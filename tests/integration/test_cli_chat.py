@@ -569,3 +569,22 @@ def test_a_failed_bootstrap_says_once_what_it_is_and_how_to_turn_it_off(
     off = chat_without_hive_model(cli, "ada", HIVEKEEP_BOOTSTRAP="off")
     assert "Bootstrap" not in off.stderr and kinds(server) == ["compile"]
     assert open_hive("ada").profile_text() == ""
+
+
+def test_chat_warns_at_start_when_the_window_leaves_too_little_room(
+    cli: CLI, model: Model, ada: None
+) -> None:
+    """Issue 34: a small window filled up before any compaction, without a word."""
+    model.turns.extend([openai_stream(["Hi."])])
+    env = {**cli.env(True), "HIVEKEEP_CONTEXT_WINDOW": "2048"}
+    done = subprocess.run(
+        [sys.executable, "-m", "hivekeep", "--db", str(cli.db), "chat", "--agent", "ada"],
+        input="Hello\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Warning: The fixed part of the context" in done.stderr
+    assert "2,048-token window" in done.stderr
