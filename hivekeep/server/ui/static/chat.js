@@ -145,7 +145,12 @@ export async function chatView(panel, agent) {
 
   // Deleted: to the trash, with an Undo at once and a Restore in the trash list below.
   async function remove(c) {
-    await api(`/conversations/${c.id}`, { method: "DELETE" });
+    try {
+      await api(`/conversations/${c.id}`, { method: "DELETE" });
+    } catch (error) {
+      notice.textContent = error.message;
+      return;
+    }
     const undo = h("button", { type: "button", class: "secondary", onclick: () => restore(c.id) }, "Undo");
     undone.replaceChildren(h("span", {}, `"${titleOf(c)}" moved to the trash. `), undo);
     if (c.id === conversation) {
@@ -158,7 +163,12 @@ export async function chatView(panel, agent) {
   }
 
   async function restore(id) {
-    await api(`/conversations/${id}/restore`, { method: "POST" });
+    try {
+      await api(`/conversations/${id}/restore`, { method: "POST" });
+    } catch (error) {
+      notice.textContent = error.message;
+      return;
+    }
     undone.replaceChildren();
     await open(id);
   }
