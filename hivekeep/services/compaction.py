@@ -107,6 +107,12 @@ class CompactionService:
             or plan.plan_merge(summaries, window, settings) is not None
         ):
             return None
+        if not context.raw:
+            return (
+                f"Over the {settings.threshold_percent:g} % trigger with no message to fold: the "
+                f"system prompt, profile, tool schemas and summaries alone take "
+                f"{context.reserved_tokens:,} of the {window:,} tokens."
+            )
         return (
             f"Over the {settings.threshold_percent:g} % trigger, but the messages older than the "
             f"recent ones kept word for word are under {plan.min_batch(window, settings):,} "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -198,3 +199,22 @@ def test_a_server_that_cannot_be_reached_is_said_in_words(page: Page) -> None:
     expect(error).not_to_contain_text("Failed to fetch")
     page.goto(f"{page.url.split('#')[0]}#/agents/1/chat")  # a view that cannot load says so too
     expect(page.locator("#main")).to_contain_text("The hivekeep server cannot be reached")
+
+
+def test_a_window_too_small_for_the_fixed_part_is_said_in_the_chat_tab(
+    browser: Browser, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    small = start_scripted_server(tmp_path, {"context_window": 2048})
+    try:
+        page = next(watched_page(browser, small.url, request, width=1100))
+        page.get_by_label("New agent name").fill(f"ui{secrets.token_hex(4)}")
+        page.get_by_role("button", name="Create agent").click()
+        warning = page.locator(".warning.room")
+        expect(warning).to_contain_text("leaves")
+        expect(warning).to_contain_text("2,048-token window")
+        page.get_by_role("button", name="New conversation").click()
+        # the fixed part alone is over the trigger: nothing to fold, and the bar says so
+        expect(page.locator(".context .waiting")).to_contain_text("with no message to fold")
+        page.context.close()
+    finally:
+        small.stop()

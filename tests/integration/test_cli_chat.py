@@ -326,10 +326,12 @@ def test_a_turn_that_compacts_ends_with_a_compaction_line(
 
     done = cli("chat", "--agent", "ada", input=f"{long_message}\nRight?\n")
 
+    # the system prompt and tool schemas alone fill the 0.5 % keep-window: each turn folds whole
     assert done.stdout == (
-        "Noted.\n· Compacted 1 message, 1 memory extracted, profile updated.\nYes.\n"
+        "Noted.\n· Compacted 2 messages, 1 memory extracted, profile updated.\nYes.\n"
+        "· Compacted 2 messages, 0 memories extracted, profile unchanged.\n"
     )
-    assert kinds(server) == ["chat", "summary", "maintenance", "chat"]
+    assert kinds(server)[:4] == ["chat", "summary", "maintenance", "chat"]
     later = server.requests[3]
     assert any(SUMMARY in str(m["content"]) for m in later.body["messages"])
     assert long_message.strip() not in user_text(later)  # folded away, the summary stands in

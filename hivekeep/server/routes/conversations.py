@@ -167,6 +167,7 @@ def _model_info(hive: Hive, agent: Agent) -> dict[str, Any]:
 
 def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
     stored = agent.settings()
+    model = _model_info(hive, agent)
     return {
         "agent_id": agent.id,
         "model": stored.model,
@@ -175,7 +176,9 @@ def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
         "context_window_setting": stored.context_window,
         "compaction": stored.compaction,
         "effective": dataclasses.asdict(agent.compaction_settings()),
-        **_model_info(hive, agent),
+        **model,
+        # the window too small for the part no compaction can fold (None: fine, or no model)
+        "room_warning": agent.room_warning() if model["llm_error"] is None else None,
     }
 
 

@@ -72,7 +72,6 @@ function contextBar(ctx) {
   if (!ctx.window) return h("span"); // no model: the composer says so, once
   const used = Math.min(100, (100 * ctx.tokens) / ctx.window);
   return h("div", { class: "context" },
-    ctx.warning ? h("p", { class: "warning room", role: "alert" }, ctx.warning) : null,
     h("div", {
       class: `bar${used >= ctx.threshold_percent ? " over" : ""}`, role: "meter",
       "aria-label": "Context usage", "aria-valuemin": "0", "aria-valuemax": String(ctx.window),
@@ -100,7 +99,10 @@ export async function chatView(panel, agent) {
   let sending = false; // this tab streams the turn itself: the bus's copy of it is skipped
   let remote = null; // a turn another tab (or a page before a reload) started: {reply, text}
   let live = null; // the running compaction's card
-  const { model_id: model, llm_error: unusable } = await api(`/agents/${agent.id}/settings`);
+  const { model_id: model, llm_error: unusable, room_warning: cramped } =
+    await api(`/agents/${agent.id}/settings`);
+  // the model's window leaves the conversation too little room: said before anything is sent
+  const room = cramped ? h("p", { class: "warning room", role: "alert" }, cramped) : null;
   // No model at all, or one that cannot work (e.g. HIVEKEEP_LLM without its API key): say which.
   const reason = !model && unusable && !unusable.startsWith("No LLM is configured")
     ? `The chat model cannot be used, so Send is off: ${unusable} Give this server the key in ` +
@@ -270,7 +272,7 @@ export async function chatView(panel, agent) {
 
   panel.append(h("div", { class: "chat" },
     h("aside", {}, h("button", { type: "button", onclick: newConversation }, "New conversation"), list, undone, trash),
-    h("div", { class: "thread" }, h("div", { class: "toolbar" }, usage, compact), noModel, notice, log, form)));
+    h("div", { class: "thread" }, h("div", { class: "toolbar" }, usage, compact), noModel, room, notice, log, form)));
   const existing = await showList();
   if (existing.length) await open(existing[0].id);
   else log.append(h("p", { class: "hint" }, "No conversation yet: start one."));
