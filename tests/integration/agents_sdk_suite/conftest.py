@@ -1,0 +1,69 @@
+"""Runs the Agents SDK's own session tests (ported unchanged, see README.md here) against
+HivekeepSession: their ``async def`` tests each run in a fresh event loop, as the SDK's own
+pytest-asyncio setup runs them, and every hive a test opens is closed after it."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hivekeep.providers.embeddings.local import LocalEmbedder
+from tests.integration.agents_sdk_suite import hivekeep_session
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "asyncio: an async test, run in its own event loop")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run a coroutine test to its end with ``asyncio.run`` (the SDK's suites use
+    pytest-asyncio, which this project does not need elsewhere)."""
+    if not inspect.iscoroutinefunction(pyfuncitem.obj):
+        return None
+    names = pyfuncitem._fixtureinfo.argnames
+    arguments: dict[str, Any] = {name: pyfuncitem.funcargs[name] for name in names}
+    asyncio.run(pyfuncitem.obj(**arguments))
+    return True
+
+
+@pytest.fixture(autouse=True)
+def hives(tmp_path: Path, local_embedder: LocalEmbedder) -> Iterator[None]:
+    """The hives behind the sessions a test builds, closed when it ends."""
+    with hivekeep_session.opened(tmp_path, local_embedder):
+        yield
+
+
+# The SDK tests that check SQLiteSession's own machinery, which a hive does not have: each is
+# expected to fail (strict), with the reason; docs/integrations.md lists them.
+SQLITE_INTERNALS = "reads SQLiteSession's private connection, lock or table machinery"
+CORRUPT_ROWS = "writes a corrupt row into SQLiteSession's own table, which a hive does not have"
+EXPECTED_FAILURES = {
+    "test_sqlite_session_close_closes_worker_thread_connections": SQLITE_INTERNALS,
+    "test_sqlite_session_closed_rejects_empty_add_items": (
+        "matches the class name in 'SQLiteSession is closed'; ours says 'HivekeepSession is closed'"
+    ),
+    "test_sqlite_session_pop_item_skips_corrupt_most_recent": CORRUPT_ROWS,
+    "test_sqlite_session_pop_item_returns_none_after_dropping_only_corrupt_rows": CORRUPT_ROWS,
+    "test_sqlite_session_get_items_limit_skips_corrupt_newest_rows": CORRUPT_ROWS,
+    "test_sqlite_session_get_items_session_settings_limit_skips_corrupt_rows": CORRUPT_ROWS,
+    "test_sqlite_session_file_lock_is_shared_across_instances": SQLITE_INTERNALS,
+    "test_sqlite_session_failed_add_items_releases_write_lock": SQLITE_INTERNALS,
+    "test_sqlite_session_failed_clear_session_rolls_back": SQLITE_INTERNALS,
+    "test_sqlite_session_failed_pop_item_releases_write_lock": SQLITE_INTERNALS,
+    "test_sqlite_session_rollback_failure_evicts_connection": SQLITE_INTERNALS,
+    "test_sqlite_session_close_retries_quarantined_connection": SQLITE_INTERNALS,
+    "test_sqlite_session_post_commit_cancellation_propagates_after_known_outcome": SQLITE_INTERNALS,
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        name = item.name.partition("[")[0]
+        if name in EXPECTED_FAILURES and item.path.parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.xfail(reason=EXPECTED_FAILURES[name], strict=True))
