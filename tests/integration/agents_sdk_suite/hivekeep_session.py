@@ -46,7 +46,7 @@ def _hive(db_path: str | Path) -> Hive:
     return _open[key]
 
 
-def SQLiteSession(  # noqa: N802 - the SDK's name, so its tests run unchanged
+def SQLiteSession(  # the SDK's name, so its tests run unchanged
     session_id: str,
     db_path: str | Path = ":memory:",
     session_settings: SessionSettings | dict[str, Any] | None = None,
