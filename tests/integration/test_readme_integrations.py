@@ -135,6 +135,9 @@ def test_the_openai_agents_example_on_a_local_server(
     assert run_example("OpenAI Agents SDK", tmp_path, server, **settings) == "Noted."
     assert [r.path for r in server.requests] == ["/chat/completions", "/chat/completions"]
     assert {r.body["model"] for r in server.requests} == {settings["OPENAI_DEFAULT_MODEL"]}
+    system = server.requests[0].body["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("Be brief.")
+    assert "# Memory" in system["content"]  # the session's instructions bring the memory block
     assert memories(tmp_path / "memory.db", local_embedder) == ["The user drinks oolong tea"]
     with Hive(tmp_path / "memory.db", embedder=local_embedder, settings=Settings()) as hive:
         conversation = hive.get_agent("assistant").conversations()[0]
