@@ -15,10 +15,10 @@ import pytest
 pytest.importorskip("agents")
 
 from agents import Agent as SdkAgent
-from agents import OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+from agents import OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings, SQLiteSession
-from agents.testing import ScriptedModel
+from agents.testing import ScriptedModel, function_call
 from openai import AsyncOpenAI
 
 from hivekeep import Agent, ConflictError, Hive, Settings, ValidationError, tool_schemas
@@ -380,3 +380,49 @@ def test_a_long_session_compacts_into_dated_summaries_memories_and_profile(
         sent = server.requests[0].body["messages"]
         assert sent[0]["role"] == "system" and "Ann talked about her bees." in sent[0]["content"]
         assert sent[-1] == {"role": "user", "content": "What do I keep?"}
+
+
+def test_a_resumed_write_that_failed_after_storing_is_not_stored_twice(hive: Hive) -> None:
+    """The SDK 0.24 settles a resumed run's write through the session: it reads the tail
+    (``get_items(limit=len(expected))``) to tell whether a failed append was stored. Here the
+    first append is stored and then reported failed; the retry finds it in the tail and appends
+    nothing, so every item is stored once."""
+    agent = hive.agent("assistant")
+    session = HivekeepSession(agent, "approvals", compact=False)
+    ran: list[str] = []
+
+    @function_tool(needs_approval=True)
+    def note(text: str) -> str:
+        """Write a note."""
+        ran.append(text)
+        return f"noted {text}"
+
+    model = ScriptedModel([[function_call("note", {"text": "milk"}, call_id="call_1")]])
+    model.enqueue([get_text_message("Done.")])
+    bot = SdkAgent(name="assistant", instructions=session.instructions(), model=model, tools=[note])
+    first = asyncio.run(Runner.run(bot, "Note milk.", session=session))
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    stored_add = session.add_items
+    failures = [RuntimeError("the reply was lost after the write")]
+
+    async def lost_reply(items: list[TResponseInputItem]) -> None:
+        await stored_add(items)
+        if failures:
+            raise failures.pop()
+
+    session.add_items = lost_reply  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="reply was lost"):
+        asyncio.run(Runner.run(bot, state, session=session))
+    resumed = asyncio.run(Runner.run(bot, state, session=session))
+
+    assert resumed.final_output == "Done." and ran == ["milk"]
+    items: list[Any] = asyncio.run(session.get_items())
+    kinds = [item.get("type", "message") for item in items]
+    assert kinds == ["message", "function_call", "function_call_output", "message"]
+    assert [m.role for m in agent.messages(session.conversation_id)] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
