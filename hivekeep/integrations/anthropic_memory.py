@@ -216,6 +216,8 @@ class HivekeepMemoryTool(BetaLocalFilesystemMemoryTool):
     def _kind(self, path: str) -> str:
         """ "profile", "hive" (the hive's view) or "file" (a path on disk), after the reference
         backend's own checks of the path (its errors, in its words)."""
+        if "\x00" in path:  # the reference backend fails on it without an answer
+            raise ToolError(f"Path {path!r} holds a NUL byte; use a plain file name.")
         self._validate_path(path)
         bare = path.rstrip("/")
         if bare == PROFILE:
@@ -259,8 +261,14 @@ class HivekeepMemoryTool(BetaLocalFilesystemMemoryTool):
         )
         found = written.memory
         if found.agent_id == self.agent.id and name not in FILES.names(found):
-            FILES.rename(self.agent, found, None, name)
+            self._add_name(found, name)
         return ""
+
+    def _add_name(self, memory: MemoryRecord, name: str) -> None:
+        """Reach ``memory`` by the file ``name`` too; the made-up name of a memory no file
+        held (its path in the hive's view) goes, since no file is there."""
+        named = FILES.split(memory.source_context)[0] is not None
+        FILES.rename(self.agent, memory, None if named else FILES.unnamed(memory), name)
 
     def _relink(self, path: str) -> str:
         """After an edit: the file's memory takes its new text (copy on write when other files
@@ -389,7 +397,7 @@ class HivekeepMemoryTool(BetaLocalFilesystemMemoryTool):
         )
         name = self._name(new_path)
         if memory.agent_id == self.agent.id and len(name) <= MAX_NAME_CHARS:
-            FILES.rename(self.agent, memory, None, name)
+            self._add_name(memory, name)
         else:
             self._remember(name, memory.content)
         return f"Successfully renamed {old_path} to {new_path}"
