@@ -139,6 +139,8 @@ def test_the_openai_agents_example_on_a_local_server(
     assert system["role"] == "system" and system["content"].startswith("Be brief.")
     assert "# Memory" in system["content"]  # the session's instructions bring the memory block
     assert memories(tmp_path / "memory.db", local_embedder) == ["The user drinks oolong tea"]
+    written = tmp_path / "memory" / "memories" / "drinks" / "tea.md"  # the file, as Claude wrote it
+    assert written.read_text() == "The user drinks oolong tea"
     with Hive(tmp_path / "memory.db", embedder=local_embedder, settings=Settings()) as hive:
         conversation = hive.get_agent("assistant").conversations()[0]
         assert hive.get_agent("assistant").messages(conversation.id)[0].content == (
@@ -151,7 +153,7 @@ def test_the_anthropic_example(
 ) -> None:
     create = {
         "command": "create",
-        "path": "/memories/archive/tea.md",
+        "path": "/memories/drinks/tea.md",
         "file_text": "The user drinks oolong tea",
     }
     server.script(
@@ -164,3 +166,5 @@ def test_the_anthropic_example(
 
     assert run_example("Anthropic", tmp_path, server) == "Noted."
     assert memories(tmp_path / "memory.db", local_embedder) == ["The user drinks oolong tea"]
+    written = tmp_path / "memory" / "memories" / "drinks" / "tea.md"  # the file, as Claude wrote it
+    assert written.read_text() == "The user drinks oolong tea"
