@@ -251,14 +251,17 @@ class HivekeepMemoryTool(BetaLocalFilesystemMemoryTool):
         why = _not_a_memory(name, text)
         if why:
             return why
-        written = self.agent.memorize(
-            text.strip(),
-            category=like.category if like else DEFAULT_CATEGORY,
-            subject=like.subject if like else None,
-            importance=like.importance if like else None,
-            scope=like.scope if like else Scope.PRIVATE,
-            source_context=FILES.source_context([name], None),
-        )
+        try:
+            written = self.agent.memorize(
+                text.strip(),
+                category=like.category if like else DEFAULT_CATEGORY,
+                subject=like.subject if like else None,
+                importance=like.importance if like else None,
+                scope=like.scope if like else Scope.PRIVATE,
+                source_context=FILES.source_context([name], None),
+            )
+        except ValidationError as exc:  # a text hivekeep refuses as a memory stays a file
+            return _note(name, str(exc))
         found = written.memory
         if found.agent_id == self.agent.id and name not in FILES.names(found):
             self._add_name(found, name)
@@ -277,9 +280,14 @@ class HivekeepMemoryTool(BetaLocalFilesystemMemoryTool):
         text = self._validate_path(path).read_text(encoding="utf-8")
         memory = self._memory(name)
         if memory is not None and FILES.alone(memory, name) and not _not_a_memory(name, text):
-            if memory.content != text.strip():
+            if memory.content == text.strip():
+                return ""
+            try:
                 self.agent.update_memory(memory.id, content=text.strip())
-            return ""
+                return ""
+            except ValidationError as exc:
+                self._drop(name, memory)
+                return _note(name, str(exc))
         if memory is not None:
             self._drop(name, memory)
         return self._remember(name, text, like=memory)
@@ -300,7 +308,7 @@ class HivekeepMemoryTool(BetaLocalFilesystemMemoryTool):
             return ""
         if len(new) > MAX_NAME_CHARS:
             self._drop(old, memory)
-            return f"\n(Note: {ROOT}/{new} is kept as a file only: {_LONG_PATH})"
+            return _note(new, _LONG_PATH)
         FILES.rename(self.agent, memory, old, new)
         return ""
 
@@ -436,6 +444,11 @@ def _not_a_memory(name: str, text: str) -> str:
         )
     else:
         return ""
+    return _note(name, why)
+
+
+def _note(name: str, why: str) -> str:
+    """What an answer adds when a file cannot be a memory."""
     return f"\n(Note: {ROOT}/{name} is kept as a file only: {why})"
 
 

@@ -240,6 +240,19 @@ def test_a_file_too_large_for_one_memory_is_kept_as_a_file_only(
     assert "too large for one memory" in edited and contents(agent) == []
 
 
+def test_a_text_hivekeep_refuses_as_a_memory_is_kept_as_a_file_with_why(
+    tool: HivekeepMemoryTool, agent: Agent
+) -> None:
+    created = run(tool, "create", path="/memories/raw.bin", file_text="tea\x00time")
+
+    assert "kept as a file only" in created and "NUL" in created
+    assert (tool.memory_root / "raw.bin").read_text() == "tea\x00time" and contents(agent) == []
+    run(tool, "str_replace", path="/memories/raw.bin", old_str="\x00", new_str=" ")
+    assert contents(agent) == ["tea time"]
+    edited = run(tool, "str_replace", path="/memories/raw.bin", old_str=" ", new_str="\x00")
+    assert "NUL" in edited and contents(agent) == []  # its memory went with the text
+
+
 @pytest.mark.parametrize(
     ("path", "error"),
     [
