@@ -21,7 +21,16 @@ from agents.memory import SessionSettings, SQLiteSession
 from agents.testing import ScriptedModel, function_call
 from openai import AsyncOpenAI
 
-from hivekeep import Agent, ConflictError, Hive, Settings, ValidationError, tool_schemas
+from hivekeep import (
+    Agent,
+    ConflictError,
+    Hive,
+    Message,
+    NotFound,
+    Settings,
+    ValidationError,
+    tool_schemas,
+)
 from hivekeep.core.context import SUMMARIES_HEADING
 from hivekeep.integrations.openai_agents import HivekeepSession, memory_tools
 from hivekeep.providers.embeddings.local import LocalEmbedder
@@ -426,3 +435,36 @@ def test_a_resumed_write_that_failed_after_storing_is_not_stored_twice(hive: Hiv
         "tool",
         "assistant",
     ]
+
+
+def test_the_session_write_path_keeps_json_records_and_takes_back_only_raw_messages(
+    hive: Hive,
+) -> None:
+    """Agent.add_messages(records=…), set_message_record and delete_message: what the session
+    stands on, with their refusals (nothing is written by a refused call)."""
+    agent = hive.agent("assistant")
+    conversation = agent.start_conversation().id
+    hello = Message("user", "Hello")
+
+    for records, error in (
+        ([{"items": []}, None], "2 records for 1 messages"),
+        (["items"], "JSON object"),
+        ([{"items": [object()]}], "plain JSON"),
+        ([{"items": ["x" * 400_001]}], "at most 400,000 characters"),
+    ):
+        with pytest.raises(ValidationError, match=error):
+            agent.add_messages(conversation, [hello], compact=False, records=records)
+    assert agent.messages(conversation) == []
+
+    first, second = agent.add_messages(
+        conversation, [hello, Message("user", "Bye")], compact=False, records=[{"items": [1]}, None]
+    )
+    agent.set_message_record(conversation, second.id, {"items": [2]})
+    assert [m.record for m in agent.messages(conversation)] == [{"items": [1]}, {"items": [2]}]
+    with pytest.raises(ValidationError, match="JSON object"):
+        agent.set_message_record(conversation, second.id, ["items"])  # type: ignore[arg-type]
+    agent.delete_message(conversation, second.id)
+    assert [m.id for m in agent.messages(conversation)] == [first.id]
+    other = agent.start_conversation().id
+    with pytest.raises(NotFound):
+        agent.delete_message(other, first.id)
