@@ -446,12 +446,13 @@ def test_the_session_write_path_keeps_json_records_and_takes_back_only_raw_messa
     conversation = agent.start_conversation().id
     hello = Message("user", "Hello")
 
-    for records, error in (
+    refused: list[tuple[Any, str]] = [
         ([{"items": []}, None], "2 records for 1 messages"),
         (["items"], "JSON object"),
         ([{"items": [object()]}], "plain JSON"),
         ([{"items": ["x" * 400_001]}], "at most 400,000 characters"),
-    ):
+    ]
+    for records, error in refused:
         with pytest.raises(ValidationError, match=error):
             agent.add_messages(conversation, [hello], compact=False, records=records)
     assert agent.messages(conversation) == []
