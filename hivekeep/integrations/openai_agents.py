@@ -107,8 +107,7 @@ class HivekeepSession(SessionABC):
         ``SQLiteSession`` reads them: None or a negative limit is every item, 0 none. The
         profile and the summaries are not items: ``instructions`` brings them to the model."""
         self._check_open()
-        groups = await asyncio.to_thread(self._groups)
-        items = [item for _, group in groups for item in group]
+        items = await asyncio.to_thread(self._items)
         session_limit = resolve_session_limit(limit, self.session_settings)
         if session_limit is None or session_limit < 0:
             return items
@@ -173,9 +172,10 @@ class HivekeepSession(SessionABC):
         if self.closed:
             raise RuntimeError("HivekeepSession is closed")
 
-    def _groups(self) -> list[tuple[MessageRecord, list[TResponseInputItem]]]:
-        """Each raw (not yet folded) message with the items it holds, oldest first."""
-        return [(m, message_items(m)) for m in self.agent.context(self.conversation_id).raw]
+    def _items(self) -> list[TResponseInputItem]:
+        """The items the raw (not yet folded) messages hold, oldest first."""
+        raw = self.agent.context(self.conversation_id).raw
+        return [item for message in raw for item in message_items(message)]
 
     def _pop(self) -> TResponseInputItem | None:
         context = self.agent.context(self.conversation_id)

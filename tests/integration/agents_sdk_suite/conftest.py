@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agents import set_tracing_disabled
 
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from tests.integration.agents_sdk_suite import hivekeep_session
@@ -30,6 +31,14 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     arguments: dict[str, Any] = {name: pyfuncitem.funcargs[name] for name in names}
     asyncio.run(pyfuncitem.obj(**arguments))
     return True
+
+
+@pytest.fixture(autouse=True)
+def no_tracing() -> Iterator[None]:
+    """The SDK would export traces to OpenAI's servers (its own conftest turns them off too)."""
+    set_tracing_disabled(True)
+    yield
+    set_tracing_disabled(False)
 
 
 @pytest.fixture(autouse=True)
