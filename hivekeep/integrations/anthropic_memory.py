@@ -397,7 +397,12 @@ class HivekeepMemoryTool(BetaLocalFilesystemMemoryTool):
     def _file_from_hive(self, old_path: str, new_path: str) -> str:
         """A memory of the hive's view renamed to a file: the file is written with its text and
         becomes the memory's path (another agent's shared memory: a file of the agent's own)."""
-        memory = self._hive_memory(old_path)
+        try:
+            memory = self._hive_memory(old_path)
+        except ToolError:
+            raise ToolError(f"The path {old_path} does not exist") from None  # rename's words
+        if self._validate_path(new_path).exists():
+            raise ToolError(f"The destination {new_path} already exists")
         super().create(
             BetaMemoryTool20250818CreateCommand(
                 command="create", path=new_path, file_text=memory.content

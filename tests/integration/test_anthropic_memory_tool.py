@@ -201,6 +201,12 @@ def test_the_hives_view_shows_what_no_file_holds_and_each_is_usable(
 
     run(tool, "str_replace", path=mine, old_str="Miso", new_str="Mochi")
     assert agent.memory(own.id).content == "Ann's cat is called Mochi"
+    run(tool, "create", path="/memories/cat.md", file_text="Ann has a cat")
+    with pytest.raises(ToolError, match=r"^The destination /memories/cat\.md already exists$"):
+        run(tool, "rename", old_path=mine, new_path="/memories/cat.md")
+    with pytest.raises(ToolError, match=r"^The path /memories/hive/memory-0\.md does not exist$"):
+        run(tool, "rename", old_path="/memories/hive/memory-0.md", new_path="/memories/x.md")
+    run(tool, "delete", path="/memories/cat.md")
     run(tool, "rename", old_path=mine, new_path="/memories/cat.md")  # now a file: same memory
     assert (tool.memory_root / "cat.md").read_text() == "Ann's cat is called Mochi"
     run(tool, "rename", old_path=theirs, new_path="/memories/office.md")  # a copy of one's own
@@ -213,6 +219,19 @@ def test_the_hives_view_shows_what_no_file_holds_and_each_is_usable(
         run(tool, "view", path=mine)  # forgotten
     with pytest.raises(ToolError, match="hive's view"):
         run(tool, "create", path="/memories/hive/mine.md", file_text="x")
+
+
+def test_clearing_all_memory_forgets_what_only_files_held(
+    tool: HivekeepMemoryTool, agent: Agent
+) -> None:
+    agent.memorize("Ann's cat is called Miso", category="fact")
+    run(tool, "create", path="/memories/a.md", file_text="Ann drinks tea")
+    run(tool, "create", path="/memories/notes/b.md", file_text="The office is in Berlin")
+
+    assert tool.clear_all_memory() == "All memory cleared"
+
+    assert list(tool.memory_root.iterdir()) == []
+    assert contents(agent) == ["Ann's cat is called Miso"] and agent.profile_text() == PROFILE
 
 
 def test_search_lists_the_memories_recall_ranks_best(tool: HivekeepMemoryTool) -> None:
