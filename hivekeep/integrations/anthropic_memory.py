@@ -31,7 +31,7 @@ from hivekeep.integrations import needs_extra
 
 try:
     from anthropic.lib.tools import BetaFunctionToolResultType, ToolError
-    from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
+    from anthropic.tools.memory import BetaLocalFilesystemMemoryTool
     from anthropic.types.beta import (
         BetaCacheControlEphemeralParam,
         BetaMemoryTool20250818Command,
