@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("anthropic.lib.tools", reason="needs anthropic>=0.90")
+pytest.importorskip("anthropic.tools.memory", reason="needs anthropic>=2.17")
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
 from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool

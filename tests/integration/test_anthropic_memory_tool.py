@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("anthropic.lib.tools", reason="needs anthropic>=0.90")
+pytest.importorskip("anthropic.tools.memory", reason="needs anthropic>=2.17")
 
 from anthropic import Anthropic
 from anthropic.lib.tools import ToolError
