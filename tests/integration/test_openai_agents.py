@@ -10,16 +10,25 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 pytest.importorskip("agents")
 
 from agents import Agent as SdkAgent
-from agents import OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+from agents import (
+    ModelRetrySettings,
+    ModelSettings,
+    OpenAIChatCompletionsModel,
+    Runner,
+    function_tool,
+    retry_policies,
+    set_tracing_disabled,
+)
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings, SQLiteSession
 from agents.testing import ScriptedModel, function_call
-from openai import AsyncOpenAI
+from openai import APIConnectionError, AsyncOpenAI
 
 from hivekeep import (
     Agent,
@@ -469,3 +478,26 @@ def test_the_session_write_path_keeps_json_records_and_takes_back_only_raw_messa
     other = agent.start_conversation().id
     with pytest.raises(NotFound):
         agent.delete_message(other, first.id)
+
+
+def test_a_model_call_retried_after_a_network_error_stores_each_item_once(hive: Hive) -> None:
+    """The SDK 0.24 retries a failed model call (ModelRetrySettings) without rewinding the input
+    the session already stored: as its own test does with SQLiteSession."""
+    agent = hive.agent("assistant")
+    session = HivekeepSession(agent, "retry", compact=False)
+    asyncio.run(session.add_items([{"role": "user", "content": "previous"}]))
+    model = ScriptedModel()
+    failure = APIConnectionError(
+        message="connection error", request=httpx.Request("POST", "http://127.0.0.1/")
+    )
+    model.extend([failure, [get_text_message("done")]])
+    retry = ModelRetrySettings(max_retries=1, policy=retry_policies.network_error())
+    bot = SdkAgent(name="test", model=model, model_settings=ModelSettings(retry=retry))
+
+    result = asyncio.run(Runner.run(bot, "test", session=session))
+
+    items: list[Any] = asyncio.run(session.get_items())
+    assert result.final_output == "done"
+    assert [item.get("role") for item in items] == ["user", "user", "assistant"]
+    assert [item["content"] for item in items[:2]] == ["previous", "test"]
+    assert len(agent.messages(session.conversation_id)) == 3
