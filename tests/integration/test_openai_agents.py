@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 pytest.importorskip("agents")
@@ -28,7 +27,7 @@ from agents import (
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings, SQLiteSession
 from agents.testing import ScriptedModel, function_call
-from openai import APIConnectionError, AsyncOpenAI
+from openai import AsyncOpenAI
 
 from hivekeep import (
     Agent,
@@ -481,16 +480,13 @@ def test_the_session_write_path_keeps_json_records_and_takes_back_only_raw_messa
 
 
 def test_a_model_call_retried_after_a_network_error_stores_each_item_once(hive: Hive) -> None:
-    """The SDK 0.24 retries a failed model call (ModelRetrySettings) without rewinding the input
-    the session already stored: as its own test does with SQLiteSession."""
+    """The SDK 0.24 retries a model call that failed on the network (ModelRetrySettings) without
+    storing the input again: as its own test does with SQLiteSession."""
     agent = hive.agent("assistant")
     session = HivekeepSession(agent, "retry", compact=False)
     asyncio.run(session.add_items([{"role": "user", "content": "previous"}]))
     model = ScriptedModel()
-    failure = APIConnectionError(
-        message="connection error", request=httpx.Request("POST", "http://127.0.0.1/")
-    )
-    model.extend([failure, [get_text_message("done")]])
+    model.extend([TimeoutError("the network dropped"), [get_text_message("done")]])
     retry = ModelRetrySettings(max_retries=1, policy=retry_policies.network_error())
     bot = SdkAgent(name="test", model=model, model_settings=ModelSettings(retry=retry))
 
