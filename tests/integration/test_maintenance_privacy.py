@@ -125,11 +125,17 @@ def test_an_update_of_a_shared_memory_becomes_a_new_private_memory(
     assert correction not in {m.content for m in bob.list_memories(limit=50).memories}
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_memory_shared_while_the_model_thinks_is_not_changed(
-    hive: Hive, llm: ScriptedLLM
+    backend: str, local_embedder: LocalEmbedder, llm: ScriptedLLM
 ) -> None:
     """The update and the merge were written for private memories: a person shares one during
     the call, and neither lands (the update is rolled back in its own transaction)."""
+    with hive_target(backend) as target, Hive(target, embedder=local_embedder, llm=llm) as hive:
+        shared_mid_call(hive, llm)
+
+
+def shared_mid_call(hive: Hive, llm: ScriptedLLM) -> None:
     sam, bob = hive.create_agent("sam"), hive.create_agent("bob")
     nurse, nurse_again = write(sam, [SAM[0], (SAM[1][0], "user", "private")])
     secret = "The user works as a nurse at the city hospital, night shifts in ward 7."
