@@ -1,0 +1,43 @@
+"""The one change to LangGraph's store tests: their reference stores' constructors build a
+``HivekeepStore`` on a fresh hive instead (the bundled embedding model; each store its own hive
+file, closed after the test). Everything else in ``test_ported_*.py`` is LangGraph's text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from langgraph.store.base import IndexConfig
+
+from hivekeep import Hive
+from hivekeep.integrations.langgraph import HivekeepStore
+
+SqliteIndexConfig = dict[str, Any]  # the SQLite store's IndexConfig: text_fields for fields
+
+new_hive: Callable[[], Hive]  # set for each test by conftest.py
+
+
+class InMemoryStore(HivekeepStore):
+    """``InMemoryStore(index=...)`` swapped: ``HivekeepStore(hive, index=...)``."""
+
+    def __init__(self, *, index: IndexConfig | None = None) -> None:
+        super().__init__(new_hive(), index=index)
+
+
+class SqliteStore(HivekeepStore):
+    """``SqliteStore.from_conn_string(conn, index=...)`` swapped; ``setup()`` has nothing to do
+    (a hive migrates itself when it opens)."""
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls, conn_string: str, *, index: SqliteIndexConfig | None = None
+    ) -> Iterator[SqliteStore]:
+        config = dict(index or {})
+        if config.get("text_fields") is not None:
+            config["fields"] = config["text_fields"]
+        yield cls(new_hive(), index=config)  # type: ignore[arg-type]
+
+    def setup(self) -> None:
+        pass
