@@ -25,6 +25,7 @@ import asyncio
 import json
 import re
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -72,43 +73,38 @@ Namespace = tuple[str, ...]
 
 @dataclass(frozen=True)
 class Record:
-    """One item as a memory carries it: what ``get`` returns, and whether query search finds it."""
+    """One item as a memory carries it: what ``get`` returns, and whether query search finds it.
+    Stored as a short JSON array (times in epoch seconds), so that many fit in one memory."""
 
     namespace: Namespace
     key: str
     value: dict[str, Any]
-    created_at: str
-    updated_at: str
+    created_at: float
+    updated_at: float
     indexed: bool
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "ns": list(self.namespace),
-            "key": self.key,
-            "value": self.value,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "index": self.indexed,
-        }
+    def as_json(self) -> list[Any]:
+        return [
+            list(self.namespace),
+            self.key,
+            self.value,
+            self.created_at,
+            self.updated_at,
+            self.indexed,
+        ]
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Record:
-        return cls(
-            tuple(data["ns"]),
-            data["key"],
-            data["value"],
-            data["created_at"],
-            data["updated_at"],
-            data["index"],
-        )
+    def from_json(cls, data: Sequence[Any]) -> Record:
+        namespace, key, value, created_at, updated_at, indexed = data
+        return cls(tuple(namespace), key, value, created_at, updated_at, indexed)
 
     def item(self, score: float | None = None) -> SearchItem:
         return SearchItem(
             namespace=self.namespace,
             key=self.key,
             value=self.value,
-            created_at=self.created_at,  # type: ignore[arg-type]  # Item parses ISO strings
-            updated_at=self.updated_at,  # type: ignore[arg-type]
+            created_at=datetime.fromtimestamp(self.created_at, UTC),
+            updated_at=datetime.fromtimestamp(self.updated_at, UTC),
             score=score,
         )
 
@@ -177,18 +173,21 @@ class HivekeepStore(BaseStore):
             else:
                 self._write(namespace, op.key, op.value, op.index)
 
-    def _write(
-        self, namespace: Namespace, key: str, value: dict[str, Any], index: Any
-    ) -> None:
+    def _write(self, namespace: Namespace, key: str, value: Mapping[str, Any], index: Any) -> None:
         if not isinstance(value, dict):
             raise ValidationError(f"A store value is a dict, got {type(value).__name__}.")
         _as_json(value)  # refused before anything is written when it is not JSON
         searched = _searched_text(value, self.fields if index is None else index)
-        now = datetime.now(UTC).isoformat()
+        now = round(time.time(), 6)
         agent = self._writer(namespace)
         found = self._find(namespace, key, agent)
         record = Record(
-            namespace, key, value, now if found is None else found[1].created_at, now, bool(searched)
+            namespace,
+            key,
+            value,
+            now if found is None else found[1].created_at,
+            now,
+            bool(searched),
         )
         text = _content(searched or _searched_text(value, ["$"]) or _as_json(value))
         if found is not None and _alone(found[0], record):
@@ -361,7 +360,7 @@ def _records_of(memory: MemoryRecord) -> list[Record]:
     if line is None:
         return []
     data = json.loads(line[len(KEY_MARK) :])
-    return [Record.from_json(r) for r in data if isinstance(r, Mapping)]
+    return [Record.from_json(r) for r in data]
 
 
 def _records(agent: Agent) -> Iterator[tuple[MemoryRecord, Record]]:
@@ -374,9 +373,7 @@ def _records(agent: Agent) -> Iterator[tuple[MemoryRecord, Record]]:
 def _others(memory: MemoryRecord, record: Record) -> list[Record]:
     """The memory's records but the one at ``record``'s namespace and key."""
     return [
-        r
-        for r in _records_of(memory)
-        if (r.namespace, r.key) != (record.namespace, record.key)
+        r for r in _records_of(memory) if (r.namespace, r.key) != (record.namespace, record.key)
     ]
 
 
@@ -492,4 +489,3 @@ def _does_match(condition: MatchCondition, namespace: Namespace) -> bool:
         return False
     part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path) :]
     return all(p in ("*", n) for n, p in zip(part, path, strict=True))
-

@@ -21,12 +21,15 @@ def hives(tmp_path: Path, local_embedder: LocalEmbedder) -> Iterator[None]:
     opened: list[Hive] = []
 
     def new_hive() -> Hive:
-        hive = Hive(tmp_path / f"hive-{len(opened)}.db", embedder=local_embedder, settings=Settings())
+        hive = Hive(
+            tmp_path / f"hive-{len(opened)}.db", embedder=local_embedder, settings=Settings()
+        )
         opened.append(hive)
         return hive
 
-    swap.new_hive = new_hive
+    swap.OPENERS.append(new_hive)
     yield
+    swap.OPENERS.remove(new_hive)
     for hive in opened:
         hive.close()
 

@@ -15,7 +15,11 @@ from hivekeep.integrations.langgraph import HivekeepStore
 
 SqliteIndexConfig = dict[str, Any]  # the SQLite store's IndexConfig: text_fields for fields
 
-new_hive: Callable[[], Hive]  # set for each test by conftest.py
+OPENERS: list[Callable[[], Hive]] = []  # the current test's hive opener, set by conftest.py
+
+
+def new_hive() -> Hive:
+    return OPENERS[-1]()
 
 
 class InMemoryStore(HivekeepStore):
