@@ -41,3 +41,35 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     names = pyfuncitem._fixtureinfo.argnames
     asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
     return True
+
+
+# What stays different on purpose (docs/integrations.md, "What stays different"): each known
+# failure of LangGraph's tests, marked here so that the ported files stay LangGraph's text.
+FLOOR = (
+    "recall's similarity floor: a query search returns the items related to the query, not "
+    "every item of the namespace ranked (InMemoryStore and SqliteStore rank them all)"
+)
+SCORES = (
+    "score is recall's fused rank score, not a cosine similarity of the test's embeddings: the "
+    "hive's own model embeds, and hybrid ranking fuses the vector and full-text arms"
+)
+DIFFERENT = {
+    "test_ported_in_memory_store.py::test_vector_search_with_filters": FLOOR,
+    "test_ported_in_memory_store.py::test_async_vector_search_with_filters": FLOOR,
+    "test_ported_in_memory_store.py::test_async_batched_vector_search_concurrent": FLOOR,
+    "test_ported_in_memory_store.py::test_embed_with_path": SCORES,
+    "test_ported_sqlite_store.py::test_vector_store_initialization": (
+        "reads SqliteStore's internals (store.embeddings, store.conn): the hive embeds with its "
+        "own model and keeps no vector table of LangGraph's"
+    ),
+    "test_ported_sqlite_store.py::test_vector_search_with_filters": FLOOR,
+    "test_ported_sqlite_store.py::test_embed_with_path": SCORES,
+    "test_ported_sqlite_store.py::test_scores": SCORES,
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        name = f"{item.path.name}::{item.name.partition('[')[0]}"
+        if name in DIFFERENT:
+            item.add_marker(pytest.mark.xfail(reason=DIFFERENT[name], strict=True))
