@@ -117,16 +117,21 @@ class HivekeepStore(BaseStore):
     >>> store.put(("assistant", "user"), "k1", {"content": "Prefers tea"})  # doctest: +SKIP
     >>> store.search(("assistant",), query="what does the user drink?")   # doctest: +SKIP
 
-    ``index`` takes LangGraph's ``IndexConfig``: its ``fields`` name the value fields that are
-    searched (the whole value by default); the hive's own embedding model embeds them, so
-    ``embed`` and ``dims`` are not used. Items do not expire (``supports_ttl`` is false): a
-    ``ttl`` is refused. Every call runs on the hive at once (``abatch`` in a worker thread).
+    ``index`` takes LangGraph's ``IndexConfig``: its ``fields`` (SqliteStore's ``text_fields``)
+    name the value fields that are searched (the whole value by default); the hive's own
+    embedding model embeds them, so ``embed`` and ``dims`` are not used. Items do not expire
+    (``supports_ttl`` is false): a ``ttl`` is refused. Every call runs on the hive at once
+    (``abatch`` in a worker thread).
     """
 
     supports_ttl = False
 
     def __init__(
-        self, hive: Hive, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
+        self,
+        hive: Hive,
+        *,
+        index: IndexConfig | Mapping[str, Any] | None = None,
+        ttl: TTLConfig | None = None,
     ) -> None:
         if ttl is not None:
             raise ValidationError(
@@ -134,7 +139,14 @@ class HivekeepStore(BaseStore):
             )
         self.hive = hive
         self.index_config = index  # as given, as LangGraph's stores keep it
-        self.fields: list[str] = list((index or {}).get("fields") or ["$"])
+        config: Mapping[str, Any] = index or {}
+        # "text_fields": SqliteStore's name for them, so its config works unchanged
+        fields = config.get("fields") or config.get("text_fields") or ["$"]
+        self.fields: list[str] = list(fields)
+
+    def setup(self) -> None:
+        """Nothing to set up: a hive migrates itself when it opens. LangGraph's SQL stores need
+        this call, so code written for them makes it; here it does nothing."""
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run the operations in order; each is one or more calls on an ``Agent``."""

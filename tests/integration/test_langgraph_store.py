@@ -170,6 +170,17 @@ def test_index_names_the_fields_that_are_searched_per_store_and_per_put(hive: Hi
     assert "b" in [hit.key for hit in store.search(("docs",), query="strings music")]
 
 
+def test_code_written_for_sqlite_store_runs_unchanged(hive: Hive) -> None:
+    store = HivekeepStore(hive, index={"text_fields": ["title"]})
+    store.setup()  # LangGraph's SQL stores need it; code written for them calls it
+
+    store.put(("docs",), "a", {"title": "Ann keeps bees", "body": "on the roof in Lisbon"})
+
+    assert [m.content for m in hive.get_agent("docs").list_memories().memories] == [
+        "Ann keeps bees"
+    ]
+
+
 def test_an_item_put_with_index_false_is_listed_and_gettable_but_not_query_searched(
     store: HivekeepStore,
 ) -> None:

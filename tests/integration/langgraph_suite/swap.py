@@ -30,18 +30,12 @@ class InMemoryStore(HivekeepStore):
 
 
 class SqliteStore(HivekeepStore):
-    """``SqliteStore.from_conn_string(conn, index=...)`` swapped; ``setup()`` has nothing to do
-    (a hive migrates itself when it opens)."""
+    """``SqliteStore.from_conn_string(conn, index=...)`` swapped (``HivekeepStore`` reads the
+    config's ``text_fields`` and has a ``setup()`` that does nothing)."""
 
     @classmethod
     @contextmanager
     def from_conn_string(
         cls, conn_string: str, *, index: SqliteIndexConfig | None = None
     ) -> Iterator[SqliteStore]:
-        config = dict(index or {})
-        if config.get("text_fields") is not None:
-            config["fields"] = config["text_fields"]
-        yield cls(new_hive(), index=config)  # type: ignore[arg-type]
-
-    def setup(self) -> None:
-        pass
+        yield cls(new_hive(), index=index)
