@@ -57,6 +57,7 @@ except ImportError as exc:  # the extra is not installed, or too old
 from hivekeep import Agent, Hive, MemoryRecord, NotFound, ValidationError
 from hivekeep.core.limits import MAX_CONTENT_CHARS, MAX_SUBJECT_CHARS
 from hivekeep.core.names import agent_name
+from hivekeep.core.text import clean_text
 from hivekeep.integrations._named import KEY_MARK, _heads, own_memories
 from hivekeep.tools import MAX_SOURCE_CONTEXT
 
@@ -66,6 +67,7 @@ CATEGORY = "fact"
 FALLBACK_AGENT = "langgraph"  # the agent of namespaces whose first label cannot be an agent name
 RECALL_POOL = 50  # recall's largest limit: a query search ranks at most this many per agent
 MAX_QUERY_CHARS = 1000  # recall's longest query; a longer one is searched by its start
+_UNSTORED = re.compile("[\x7f-\x9f]")  # what clean_text would drop that JSON leaves as it is
 _WRITING = threading.Lock()  # a memory's records are read, changed and written back as one step
 
 Namespace = tuple[str, ...]
@@ -326,8 +328,11 @@ def _subject(namespace: Namespace) -> str | None:
 
 
 def _as_json(value: Any) -> str:
+    """Compact JSON; the C1 controls and DEL, which the hive drops from a stored text (JSON
+    escapes the C0 ones), escaped, so the value reads back exactly."""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        dumped = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return _UNSTORED.sub(lambda m: f"\\u{ord(m.group(0)):04x}", dumped)
     except (TypeError, ValueError) as exc:
         raise ValidationError(
             f"A HivekeepStore value is stored as JSON and read back exactly; this one is not "
@@ -344,7 +349,8 @@ def _searched_text(value: dict[str, Any], index: Any) -> str:
     parts: list[str] = []
     for path in paths:
         parts.extend(_leaves(value) if path == "$" else get_text_at_path(value, path))
-    return "\n".join(part for part in parts if part.strip())
+    cleaned = (clean_text(part.replace("\x00", "")).strip() for part in parts)
+    return "\n".join(part for part in cleaned if part)  # as the hive stores a text
 
 
 def _leaves(value: Any) -> Iterator[str]:

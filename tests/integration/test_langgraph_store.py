@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypedDict
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("langgraph")
 
@@ -480,3 +482,34 @@ def test_threads_putting_one_text_under_many_keys_lose_no_key(store: HivekeepSto
         list(pool.map(put, range(1, 17)))
 
     assert [n for n in range(17) if store.get(("assistant",), f"k{n}") is None] == []
+
+
+JSON_VALUES = st.dictionaries(
+    st.text(max_size=8),
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(max_size=40),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+        max_leaves=10,
+    ),
+    max_size=4,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(value=JSON_VALUES, index=st.sampled_from([None, False, ["$"], ["a", "b.c", "l[*]"]]))
+def test_any_json_value_put_reads_back_exactly_by_get_and_listing(
+    store: HivekeepStore, value: dict[str, object], index: object
+) -> None:
+    namespace = ("assistant", f"n{len(store.list_namespaces(limit=1000))}")  # each its own
+
+    store.put(namespace, "k", value, index=index)  # type: ignore[arg-type]
+
+    item = store.get(namespace, "k")
+    assert item is not None and json.dumps(item.value) == json.dumps(value)
+    assert [json.dumps(hit.value) for hit in store.search(namespace)] == [json.dumps(value)]
