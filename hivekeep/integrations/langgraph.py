@@ -345,7 +345,11 @@ def _searched_text(value: dict[str, Any], index: Any) -> str:
     ``"$"`` the whole value, as its text leaves), one per line; empty for ``index=False``."""
     if index is False:
         return ""
-    paths = [index] if isinstance(index, str) else list(index)
+    paths = [index] if isinstance(index, str) else index
+    if not isinstance(paths, list | tuple) or not all(isinstance(p, str) for p in paths):
+        raise ValidationError(
+            f"index is False, or a list of field paths such as ['title', 'tags[*]']; got {index!r}."
+        )
     parts: list[str] = []
     for path in paths:
         parts.extend(_leaves(value) if path == "$" else get_text_at_path(value, path))

@@ -341,6 +341,8 @@ def test_bad_namespaces_values_and_options_are_refused_and_write_nothing(
         store.put(("assistant",), "k", {"when": object()})
     with pytest.raises(ValidationError, match="not JSON"):
         store.put(("assistant",), "k", {"ratio": float("nan")})
+    with pytest.raises(ValidationError, match="list of field paths"):
+        store.put(("assistant",), "k", {"content": "x"}, index=True)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="too large"):
         store.put(("assistant",), "k", {"content": "x" * 2500})
     with pytest.raises(NotImplementedError, match="TTL"):
