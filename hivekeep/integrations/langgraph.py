@@ -58,7 +58,7 @@ from hivekeep import Agent, Hive, MemoryRecord, NotFound, ValidationError
 from hivekeep.core.limits import MAX_CONTENT_CHARS, MAX_SUBJECT_CHARS
 from hivekeep.core.names import agent_name
 from hivekeep.core.text import clean_text
-from hivekeep.integrations._named import KEY_MARK, _heads, own_memories
+from hivekeep.integrations._named import KEY_MARK, _heads, _others_reach, own_memories
 from hivekeep.tools import MAX_SOURCE_CONTEXT
 
 __all__ = ["HivekeepStore"]
@@ -240,7 +240,7 @@ class HivekeepStore(BaseStore):
     def _drop(self, agent: Agent, memory: MemoryRecord, record: Record) -> None:
         """Take ``record`` off ``memory``: forgotten when nothing else reaches it."""
         rest = _others(memory, record)
-        if rest or _others_reach(memory):
+        if rest or _files_reach(memory):
             agent.update_memory(memory.id, source_context=_stored(rest, memory))
         else:
             agent.forget(memory.id)
@@ -321,8 +321,9 @@ def _agent_name(label: str) -> str:
 
 def _subject(namespace: Namespace) -> str | None:
     """The memory's subject: the labels after the agent's, joined with ``/`` (a label that is
-    not an agent name joins them too). Shown to people and to recall's subject filter; the
-    record keeps the namespace exactly, so a subject cut at its limit changes nothing."""
+    not an agent name joins them too), as people see it in the hive and dedup tells users
+    apart; the record keeps the namespace exactly, so a subject cut at its limit changes
+    nothing."""
     labels = namespace[1:] if _agent_name(namespace[0]) == namespace[0] else namespace
     return "/".join(labels)[:MAX_SUBJECT_CHARS] or None
 
@@ -401,16 +402,12 @@ def _others(memory: MemoryRecord, record: Record) -> list[Record]:
 
 def _alone(memory: MemoryRecord, record: Record) -> bool:
     """Whether the item is all that reaches the memory, so a put may change it in place."""
-    return not _others(memory, record) and not _others_reach(memory)
+    return not _others(memory, record) and not _files_reach(memory)
 
 
-def _others_reach(memory: MemoryRecord) -> bool:
+def _files_reach(memory: MemoryRecord) -> bool:
     """Whether another adapter's names (a memory-tool file) reach the memory too."""
-    return any(
-        json.loads(h.partition(":")[2])
-        for h in _heads(memory.source_context)[0]
-        if not h.startswith(KEY_MARK)
-    )
+    return _others_reach(memory.source_context, KEY_MARK)
 
 
 def _stored(records: Sequence[Record], memory: MemoryRecord | None) -> str:
