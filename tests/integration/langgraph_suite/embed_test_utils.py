@@ -1,3 +1,6 @@
+# Ported from LangGraph, libs/checkpoint/tests/embed_test_utils.py (github.com/langchain-ai/langgraph, commit f09cfe8f).
+# Copyright (c) 2024 LangChain, Inc. MIT License: see LICENSE in this folder.
+# Unchanged.
 """Embedding utilities for testing."""
 
 import math

@@ -1,3 +1,7 @@
+# Ported from LangGraph, libs/checkpoint/tests/test_store.py (github.com/langchain-ai/langgraph, commit f09cfe8f).
+# Copyright (c) 2024 LangChain, Inc. MIT License: see LICENSE in this folder.
+# Changed: only the imports marked "the one change"; the tests of LangGraph's internals (code
+# that is not a store's behaviour) are left out (docs/integrations.md, "LangGraph's own tests").
 import asyncio
 import json
 from collections.abc import Iterable
