@@ -152,6 +152,11 @@ def test_namespaces_of_any_depth_map_onto_agents_and_subjects(
     assert [hit.namespace for hit in store.search(("7c0f-uuid",), query="release notes")] == [
         ("7c0f-uuid", "notes")
     ]
+    deep = ("assistant", *(f"level-{n:03d}-" + "x" * 40 for n in range(6)))  # a 300-char subject
+    store.put(deep, "k", {"content": "Deep namespaces keep their items"})
+    assert store.get(deep, "k") is not None and store.list_namespaces(prefix=deep) == [deep]
+    long_query = "which items do deep namespaces keep? " * 40  # past recall's 1,000 characters
+    assert [hit.key for hit in store.search(deep, query=long_query)] == ["k"]
 
 
 def test_index_names_the_fields_that_are_searched_per_store_and_per_put(hive: Hive) -> None:
