@@ -175,9 +175,9 @@ def test_index_names_the_fields_that_are_searched_per_store_and_per_put(hive: Hi
         hit.key != "a" or hit.score for hit in store.search(("docs",), query="rooftop")
     )
     assert "b" in [hit.key for hit in store.search(("docs",), query="strings music")]
-    # an object a path names is its JSON (LangGraph's \uXXXX escapes): 3,600 characters here
+    # paths that name one field several times: a text of 2,400 characters, a value of 600
     nested = {"meta": {"note": "日本語の" * 150}}
-    store.put(("docs",), "d", nested, index=["meta"])
+    store.put(("docs",), "d", nested, index=["meta.note", "meta", "meta.note", "meta.note"])
     item = store.get(("docs",), "d")
     assert item is not None and item.value == nested  # whole; the memory's text is cut at 2,000
 
