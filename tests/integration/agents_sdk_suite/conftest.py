@@ -1,19 +1,17 @@
 """Runs the Agents SDK's own session tests (ported unchanged, see README.md here) against
-HivekeepSession: their ``async def`` tests each run in a fresh event loop, as the SDK's own
-pytest-asyncio setup runs them, and every hive a test opens is closed after it."""
+HivekeepSession (their ``async def`` tests run by ported_suites, which also writes the pass
+counts); every hive a test opens is closed after it."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from agents import set_tracing_disabled
 
 from hivekeep.providers.embeddings.local import LocalEmbedder
+from tests.integration import ported_suites
 from tests.integration.agents_sdk_suite import hivekeep_session
 
 
@@ -21,16 +19,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "asyncio: an async test, run in its own event loop")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
-    """Run a coroutine test to its end with ``asyncio.run`` (the SDK's suites use
-    pytest-asyncio, which this project does not need elsewhere)."""
-    if not inspect.iscoroutinefunction(pyfuncitem.obj):
-        return None
-    names = pyfuncitem._fixtureinfo.argnames
-    arguments: dict[str, Any] = {name: pyfuncitem.funcargs[name] for name in names}
-    asyncio.run(pyfuncitem.obj(**arguments))
-    return True
+pytest_pyfunc_call = ported_suites.pytest_pyfunc_call
+COUNTS = ported_suites.PassCounts(
+    {
+        "test_session.py": "The Agents SDK's SQLiteSession tests",
+        "test_session_limit.py": "The Agents SDK's session limit tests",
+    },
+    "HivekeepSession",
+)
+pytest_runtest_logreport = COUNTS.logreport
+pytest_terminal_summary = COUNTS.terminal_summary
 
 
 @pytest.fixture(autouse=True)

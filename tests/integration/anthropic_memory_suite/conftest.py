@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hivekeep import Hive
+from tests.integration import ported_suites
 from tests.integration.anthropic_memory_suite import hivekeep_tool
 
 
@@ -24,3 +25,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         here = item.path.parent == Path(__file__).parent
         if here and "TestBetaAsyncLocalFilesystemMemoryTool" in item.nodeid:
             item.add_marker(pytest.mark.skip(reason="the SDK's async backend: not hivekeep's"))
+
+
+COUNTS = ported_suites.PassCounts(
+    {"test_filesystem.py": "The Anthropic SDK's memory-tool tests"}, "HivekeepMemoryTool"
+)
+pytest_runtest_logreport = COUNTS.logreport
+pytest_terminal_summary = COUNTS.terminal_summary
