@@ -1,4 +1,5 @@
-"""The one change made to the SDK's tests: ``SQLiteSession(session_id, db_path, ...)`` builds a
+"""The one change made to the SDK's tests: ``SQLiteSession(session_id, db_path, ...)`` (and the
+in-memory ``SimpleListSession(session_id, history)`` of its scenario tests) builds a
 HivekeepSession. A database path is one hive (sessions on one path share it, as SQLiteSession's
 share the file); ``":memory:"`` (the default) is a hive of its own, as SQLiteSession's in-memory
 database is. The session is named ``session_id`` on the hive's agent ``assistant``, and runs the
@@ -14,7 +15,7 @@ from typing import Any
 from agents.memory import SessionSettings
 
 from hivekeep import Hive, Settings
-from hivekeep.integrations.openai_agents import HivekeepSession
+from hivekeep.integrations.openai_agents import HivekeepSession, conversation_messages
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.testing import ScriptedLLM
 
@@ -53,3 +54,17 @@ def SQLiteSession(  # the SDK's name, so its tests run unchanged
 ) -> HivekeepSession:
     agent = _hive(db_path).agent("assistant")
     return HivekeepSession(agent, session_id, session_settings=session_settings)
+
+
+def SimpleListSession(  # the SDK's in-memory test session's name
+    session_id: str = "test", history: list[Any] | None = None
+) -> HivekeepSession:
+    """A session on a hive of its own (SimpleListSession keeps its items in memory), holding
+    ``history`` as if added (the SDK's tests rehydrate a session with it)."""
+    session = SQLiteSession(session_id)
+    messages, records = conversation_messages(history or [])
+    if messages:
+        session.agent.add_messages(
+            session.conversation_id, messages, compact=False, records=records
+        )
+    return session
