@@ -1,10 +1,11 @@
 """Claude's memory tool (``memory_20250818``) on a hive agent: ``HivekeepMemoryTool(agent)``.
 
 A drop-in for the SDK's own ``BetaLocalFilesystemMemoryTool``: Claude's files live in
-``base_path/memories`` exactly as that backend keeps them (any path, directories included, each
-file's text byte for byte, the backend's own answers and errors), and each file's text is also
-one memory of the agent, so recall, the UI, maintenance and other agents (for shared memories)
-see what Claude wrote. What the directory adds (docs/integrations.md, "Claude's memory tool"):
+``base_path/memories`` (a temporary directory without one) exactly as that backend keeps them
+(any path, directories included, each file's text byte for byte, the backend's own answers and
+errors), and each file's text is also one memory of the agent, so recall, the UI, maintenance and
+other agents (for shared memories) see what Claude wrote. What the directory adds
+(docs/integrations.md, "Claude's memory tool"):
 
 - ``/memories/profile.md``: the agent's profile, kept in the hive. An edit of the file becomes
   ``edit_profile`` operations on the sections it changed, so the tool's rules hold: the budget is
@@ -24,6 +25,9 @@ its last file. A file whose text cannot be one memory (empty, over 2,000 charact
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,7 +74,10 @@ class HivekeepMemoryTool(BetaLocalFilesystemMemoryTool):
     """The SDK's local file backend, whose files are also a hive agent's memories.
 
     ``base_path``: where the files live (``base_path/memories``), as for the SDK's backend; the
-    hive holds the profile and one memory per file.
+    hive holds the profile and one memory per file. None: a temporary directory, removed with
+    the tool. Files the agent's memories name but the disk lacks are written from the memories
+    when the tool starts (their paths and texts, trimmed; a file kept as a file only is not
+    among them).
 
     >>> tool = HivekeepMemoryTool(hive.agent("assistant"), "./memory")    # doctest: +SKIP
     >>> client.beta.messages.tool_runner(model=..., max_tokens=1024,      # doctest: +SKIP
@@ -80,13 +87,17 @@ class HivekeepMemoryTool(BetaLocalFilesystemMemoryTool):
     def __init__(
         self,
         agent: Agent,
-        base_path: str | Path = "./memory",
+        base_path: str | Path | None = None,
         *,
         cache_control: BetaCacheControlEphemeralParam | None = None,
     ) -> None:
-        super().__init__(base_path=str(base_path))
+        scratch = tempfile.mkdtemp(prefix="hivekeep-memory-") if base_path is None else None
+        super().__init__(base_path=str(base_path) if scratch is None else scratch)
+        if scratch is not None:  # removed with the tool
+            weakref.finalize(self, shutil.rmtree, scratch, ignore_errors=True)
         self._cache_control = cache_control
         self.agent = agent
+        self._restore_files()
 
     def execute(self, command: BetaMemoryTool20250818Command) -> BetaFunctionToolResultType:
         """Run one command; a refusal of hivekeep's (budget, validation) becomes a tool error."""
@@ -213,6 +224,22 @@ class HivekeepMemoryTool(BetaLocalFilesystemMemoryTool):
         return super().clear_all_memory()
 
     # files and their memories -------------------------------------------------------------------
+    def _restore_files(self) -> None:
+        """Write each file a memory of the agent names that is not on disk (a new temporary
+        directory, another machine, a file removed by hand), with the memory's text."""
+        root = self.memory_root.resolve()
+        for memory in own_memories(self.agent):
+            for name in FILES.split(memory.source_context)[0] or []:
+                if (root / name).exists():
+                    continue
+                command = BetaMemoryTool20250818CreateCommand(
+                    command="create", path=f"{ROOT}/{name}", file_text=memory.content
+                )
+                try:
+                    super().create(command)
+                except (ToolError, OSError):  # a path the disk cannot hold now: the hive keeps it
+                    continue
+
     def _kind(self, path: str) -> str:
         """ "profile", "hive" (the hive's view) or "file" (a path on disk), after the reference
         backend's own checks of the path (its errors, in its words)."""

@@ -234,6 +234,23 @@ def test_clearing_all_memory_forgets_what_only_files_held(
     assert contents(agent) == ["Ann's cat is called Miso"] and agent.profile_text() == PROFILE
 
 
+def test_a_new_tool_writes_the_files_its_memories_name_that_the_disk_lacks(
+    agent: Agent, tmp_path: Path
+) -> None:
+    kept = HivekeepMemoryTool(agent, tmp_path / "kept")
+    run(kept, "create", path="/memories/notes/tea.md", file_text="Ann drinks tea\n")
+    run(kept, "create", path="/memories/books.md", file_text="x" * 2001)  # a file only
+
+    fresh = HivekeepMemoryTool(agent)  # a temporary directory of its own: rebuilt from the hive
+    (kept.memory_root / "notes" / "tea.md").unlink()  # removed by hand
+    again = HivekeepMemoryTool(agent, tmp_path / "kept")
+
+    assert (fresh.memory_root / "notes" / "tea.md").read_text() == "Ann drinks tea"
+    assert not (fresh.memory_root / "books.md").exists()
+    assert (again.memory_root / "notes" / "tea.md").read_text() == "Ann drinks tea"
+    assert fresh.memory_root != kept.memory_root and contents(agent) == ["Ann drinks tea"]
+
+
 def test_search_lists_the_memories_recall_ranks_best(tool: HivekeepMemoryTool) -> None:
     run(tool, "create", path="/memories/coffee.md", file_text="Ann takes her coffee black")
     run(tool, "create", path="/memories/office.md", file_text="The office is in Berlin")
