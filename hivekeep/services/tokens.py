@@ -106,9 +106,10 @@ class TokenService:
         if stored is None or not access_tokens.matches(stored.salt, parts[1], stored.secret_hash):
             return None
         now = datetime.now(UTC)
-        self._store.touch_token(
-            stored.record.id, format_timestamp(now), format_timestamp(now - TOUCH_EVERY)
-        )
+        stale_before = format_timestamp(now - TOUCH_EVERY)
+        used = stored.record.last_used_at
+        if used is None or used < stale_before:  # else no write at all: a read stays a read
+            self._store.touch_token(stored.record.id, format_timestamp(now), stale_before)
         return stored.record
 
     def authenticate(self, bearer: str | None, admin_token: str | None) -> Access | None:

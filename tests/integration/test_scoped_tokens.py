@@ -8,6 +8,7 @@ document is exercised, so a route added later is covered (or fails here).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -16,6 +17,7 @@ import secrets
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -440,3 +442,80 @@ def test_scoped_tokens_do_not_let_a_server_without_the_admin_token_bind_beyond_l
     )
     assert refused.returncode == 1
     assert "Refusing to listen on 0.0.0.0" in refused.stderr
+
+
+READS = (
+    ("GET", "/api/agents", None),
+    ("GET", "/api/agents/alice", None),
+    ("GET", "/api/agents/alice/memories", None),
+    ("GET", "/api/agents/alice/memories?query=spare+keys", None),
+    ("GET", "/api/agents/alice/profile", None),
+    ("POST", "/api/agents/alice/tools/recall", {"query": "spare keys"}),
+)
+
+
+HOLD_LOCK = """
+import sqlite3, sys
+holder = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=1)
+holder.execute("BEGIN IMMEDIATE")
+holder.execute("UPDATE agents SET role = role")
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def write_locked(db: Path) -> Iterator[None]:
+    """Another process holding the hive's write lock (as a long import would) in the block."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.communicate("")
+
+
+def test_scoped_reads_keep_answering_while_another_process_holds_the_write_lock(
+    server: Server, hive_file: Path
+) -> None:
+    """Recording a token's use never waits on the write lock (issue 32, item 5): before, every
+    scoped request took it, and a read failed with 503 after the 10 s busy timeout."""
+    tokens = [
+        create_token(hive_file, f"alice-busy-{kind}", "--agent", "alice", *options)
+        for kind, options in (("ro", ("--read-only",)), ("rw", ()))
+    ]
+    with write_locked(hive_file):
+        for token in tokens:  # each never used: its first request would record the use
+            client = server.client(token=token)
+            for method, path, body in READS:
+                answer = client.request(method, path, json=body, timeout=4)
+                assert answer.status_code == 200, (method, path, answer.text)
+    # once the lock is free, the use is recorded
+    client = server.client(token=tokens[0])
+    assert client.get("/api/agents/alice").status_code == 200
+    listed = server.client().get("/api/access-tokens").json()
+    assert next(t for t in listed if t["label"] == "alice-busy-ro")["last_used_at"] is not None
+
+
+def test_in_process_scoped_reads_do_not_wait_on_another_writer(hive_file: Path) -> None:
+    """The same through the app in this process (TestClient)."""
+    from fastapi.testclient import TestClient
+
+    with Hive(hive_file, embedder=LocalEmbedder(), settings=Settings()) as hive:
+        token = hive.tokens.create("alice-busy-local", ["alice"], read_only=True).token
+        app = create_app(hive, token=ADMIN, watch_s=None)
+        headers = {"Authorization": f"Bearer {token}"}
+        with (
+            TestClient(app, base_url="http://127.0.0.1", headers=headers) as client,
+            write_locked(hive_file),
+        ):
+            for method, path, body in READS:
+                started = time.monotonic()
+                answer = client.request(method, path, json=body)
+                assert answer.status_code == 200, (method, path, answer.text)
+                assert time.monotonic() - started < 5, (method, path)  # busy timeout: 10 s
