@@ -55,3 +55,29 @@ def token_label(label: str) -> str:
             f"A token label must be 1-{MAX_LABEL_CHARS} printable characters, not {label!r}."
         )
     return label
+
+
+MIN_ADMIN_TOKEN_CHARS = 16
+
+
+def admin_token_problem(secret: str) -> str | None:
+    """Why ``secret`` cannot be a server's admin token (``HIVEKEEP_API_TOKEN``), or None: the
+    one rule of ``hivekeep serve`` and ``hivekeep mcp --http``.
+
+    Refused at start rather than failing every request later: a header is read as latin-1, so a
+    non-ASCII token could never match, and a short one could be guessed.
+    """
+    if not secret.strip():
+        return "An API token must not be empty."
+    if not secret.isascii() or not secret.isprintable():
+        return (
+            "The API token (HIVEKEEP_API_TOKEN) must be printable ASCII: an HTTP header cannot "
+            "carry other characters reliably, so no client could ever match it. Use e.g. "
+            "`openssl rand -hex 32`."
+        )
+    if len(secret) < MIN_ADMIN_TOKEN_CHARS:
+        return (
+            f"The API token (HIVEKEEP_API_TOKEN) has {len(secret)} characters; use at least "
+            f"{MIN_ADMIN_TOKEN_CHARS}, e.g. `openssl rand -hex 32`."
+        )
+    return None

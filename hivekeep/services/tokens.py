@@ -97,8 +97,9 @@ class TokenService:
                 f"No token labelled {label.strip()!r}; list them with `hivekeep tokens list`."
             )
 
-    def verify(self, token: str) -> TokenRecord | None:
-        """The token's record if ``token`` is a live token of this hive, else None."""
+    def verify(self, token: str, *, record_use: bool = True) -> TokenRecord | None:
+        """The token's record if ``token`` is a live token of this hive, else None; its use is
+        recorded (``last_used_at``) unless ``record_use`` is False (a re-check of a stream)."""
         parts = access_tokens.split(token)
         if parts is None:
             return None
@@ -108,11 +109,13 @@ class TokenService:
         now = datetime.now(UTC)
         stale_before = format_timestamp(now - TOUCH_EVERY)
         used = stored.record.last_used_at
-        if used is None or used < stale_before:  # else no write at all: a read stays a read
+        if record_use and (used is None or used < stale_before):  # else no write: reads stay reads
             self._store.touch_token(stored.record.id, format_timestamp(now), stale_before)
         return stored.record
 
-    def authenticate(self, bearer: str | None, admin_token: str | None) -> Access | None:
+    def authenticate(
+        self, bearer: str | None, admin_token: str | None, *, record_use: bool = True
+    ) -> Access | None:
         """Who a request bearing ``bearer`` (None: no token) acts as on a server whose admin
         token is ``admin_token``; None: refused (401). The rules of docs/server.md:
 
@@ -126,7 +129,7 @@ class TokenService:
                 return ADMIN
         elif admin_token is None and (bearer is None or not access_tokens.is_scoped_token(bearer)):
             return ADMIN
-        found = None if bearer is None else self.verify(bearer)
+        found = None if bearer is None else self.verify(bearer, record_use=record_use)
         return None if found is None else Access.of(found)
 
     def _agent_id(self, key: int | str) -> int:
