@@ -19,6 +19,9 @@ from hivekeep.errors import ValidationError
 PREFIX = "hk_"
 KEY_ID_HEX = 16
 MAX_LABEL_CHARS = 64
+# what a URL path segment carries as is, so REST can address every label
+# (``DELETE /api/access-tokens/{label}``): no '/', '?', '#', '%', and no '.' or '..'
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@ -]*")
 _TOKEN = re.compile(rf"{PREFIX}([0-9a-f]{{{KEY_ID_HEX}}})_([A-Za-z0-9_-]{{40,100}})")
 
 
@@ -48,11 +51,13 @@ def matches(salt: str, secret: str, stored_hash: str) -> bool:
 
 
 def token_label(label: str) -> str:
-    """A label as stored: trimmed, 1-64 printable characters."""
+    """A label as stored: trimmed, 1-64 characters that a URL path carries as they are."""
     label = label.strip()
-    if not label or len(label) > MAX_LABEL_CHARS or not label.isprintable():
+    if len(label) > MAX_LABEL_CHARS or not _LABEL.fullmatch(label):
         raise ValidationError(
-            f"A token label must be 1-{MAX_LABEL_CHARS} printable characters, not {label!r}."
+            f"A token label is 1-{MAX_LABEL_CHARS} letters, digits, spaces, '.', '_', ':', "
+            f"'@' or '-', starting with a letter or digit, not {label!r}.",
+            field="label",
         )
     return label
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from hivekeep.core import access_tokens
 from hivekeep.core.text import format_timestamp
-from hivekeep.errors import NotFound
+from hivekeep.errors import NotFound, ValidationError
 from hivekeep.store.base import Store
 from hivekeep.store.tokens import NewToken, TokenRecord
 
@@ -64,13 +64,21 @@ class TokenService:
         self._store = store
 
     def create(
-        self, label: str, agents: Sequence[int | str] = (), *, read_only: bool = False
+        self, label: str, agents: Sequence[int | str] | None = None, *, read_only: bool = False
     ) -> CreatedToken:
-        """A token acting as ``agents`` (ids or names; none: every agent), read-only if asked.
+        """A token acting as ``agents`` (ids or names; None: every agent), read-only if asked.
 
-        The agents must exist (AgentNotFound otherwise); the label must be unused."""
+        The agents must exist (AgentNotFound otherwise); the label must be unused. An empty
+        list is refused rather than read as every agent: a list that came out empty by mistake
+        must not give the widest scope."""
         label = access_tokens.token_label(label)
-        ids = tuple(dict.fromkeys(self._agent_id(key) for key in agents)) or None
+        if agents is not None and not agents:
+            raise ValidationError(
+                "A token acts as at least one agent: name them, or pass None (null over REST) "
+                "for a token of every agent.",
+                field="agents",
+            )
+        ids = None if agents is None else tuple(dict.fromkeys(map(self._agent_id, agents)))
         key_id = secrets.token_hex(access_tokens.KEY_ID_HEX // 2)
         secret = secrets.token_urlsafe(32)
         salt = secrets.token_hex(16)
