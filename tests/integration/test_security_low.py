@@ -1,5 +1,6 @@
 """The LOW findings of security round four (issue 32, items 7-13 and the notes), each against
-the real interface it was found on: a ``hivekeep serve`` process, the CLI, the library."""
+the real interface it was found on: a ``hivekeep serve`` process, the CLI, the library. (The
+UI's sign-out is tests/browser/test_scoped_token_ui.py's.)"""
 
 from __future__ import annotations
 
@@ -213,13 +214,6 @@ def test_export_on_an_existing_file_keeps_its_permissions(small_hive: Path, tmp_
     assert _export(small_hive, target).returncode == 0
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert "Alice keeps bees." in target.read_text()
-
-
-def test_the_ui_has_a_sign_out_that_forgets_the_token() -> None:
-    """The second note: the UI kept the token in localStorage with no way to sign out (the
-    browser test of the button is in tests/browser)."""
-    static = Path(__file__).parents[2] / "hivekeep" / "server" / "ui" / "static"
-    assert "sign-out" in (static / "index.html").read_text()
 
 
 def test_httpx_is_quiet_and_urls_are_redacted_in_every_log_line() -> None:
