@@ -249,7 +249,7 @@ async def events(
         agent_id,
         access,
         token_live=request.state.token_live,
-        agents_exist=lambda: _existing(hive, watched) == watched,
+        agents_exist=(lambda: _existing(hive, watched) == watched) if watched else _always,
     )
     start = last_event_id if last_event_id is not None else after
     return StreamingResponse(
