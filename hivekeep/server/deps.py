@@ -105,6 +105,7 @@ def get_agent(
     request: Request,
     agent: Annotated[str, Path(min_length=1, max_length=64, description="The agent's id or name.")],
 ) -> Agent:
+    """The agent ``check_route`` found for ``{agent}`` (declared here for the API document)."""
     return cast(Agent, _checked(request, "path_agent"))
 
 
@@ -114,6 +115,7 @@ def get_conversation(
         str, Path(max_length=64, description=f"The conversation's id ({ID_RULE}).")
     ],
 ) -> PathConversation:
+    """The conversation ``check_route`` found for ``{conversation_id}``."""
     return cast(PathConversation, _checked(request, "path_conversation"))
 
 

@@ -18,12 +18,13 @@ from urllib.parse import quote, unquote
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from hivekeep import Hive, Settings
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.server.app import create_app
-from hivekeep.server.deps import canonical_id
+from hivekeep.server.deps import AgentDep, ConversationDep, canonical_id
 from tests.integration.server_support import Server, start_server
 
 ADMIN = f"admin-{secrets.token_hex(16)}"
@@ -213,3 +214,20 @@ def test_over_a_real_server_no_spelling_reads_another_agents_conversation(
             assert answer.status_code in REFUSED, (kind, method, path, answer.text)
             assert "blue jar" not in answer.text
     assert "Traceback" not in server.output()
+
+
+def test_a_route_that_skipped_the_scope_check_gets_no_agent_or_conversation() -> None:
+    """Fail closed: ``AgentDep`` hands on only what ``check_route`` found and judged."""
+    app = FastAPI()
+
+    @app.get("/agent/{agent}")
+    def agent_route(agent: AgentDep) -> str:
+        return agent.name
+
+    @app.get("/conversation/{conversation_id}")
+    def conversation_route(conversation: ConversationDep) -> int:
+        return conversation.id
+
+    with TestClient(app) as client:
+        assert client.get("/agent/1").status_code == 403
+        assert client.get("/conversation/1").status_code == 403
