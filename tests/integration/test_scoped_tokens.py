@@ -490,12 +490,22 @@ def test_scoped_reads_keep_answering_while_another_process_holds_the_write_lock(
         create_token(hive_file, f"alice-busy-{kind}", "--agent", "alice", *options)
         for kind, options in (("ro", ("--read-only",)), ("rw", ()))
     ]
+    conversation = ids(hive_file, "alice")["conversation"]
+    reads = [
+        *READS,
+        ("GET", f"/api/conversations/{conversation}/messages", None),
+        ("GET", f"/api/conversations/{conversation}/context", None),
+        ("GET", "/api/agents/alice/conversations", None),
+        ("GET", "/api/settings", None),
+    ]
     with write_locked(hive_file):
         for token in tokens:  # each never used: its first request would record the use
             client = server.client(token=token)
-            for method, path, body in READS:
+            for method, path, body in reads:
                 answer = client.request(method, path, json=body, timeout=4)
                 assert answer.status_code == 200, (method, path, answer.text)
+            with client.stream("GET", "/api/events", timeout=4) as stream:
+                assert next(read_sse(stream)).comment == "connected"
     # once the lock is free, the use is recorded
     client = server.client(token=tokens[0])
     assert client.get("/api/agents/alice").status_code == 200
