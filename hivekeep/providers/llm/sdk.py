@@ -152,8 +152,8 @@ class SDKChatLLM(ChatLLM, Remote):
         url = ((base_url or "").strip() or from_env or self.endpoint.default_base_url).rstrip("/")
         if not url.startswith(("http://", "https://")):
             raise ValidationError(
-                f"The {self.endpoint.display_name} base URL {url!r} is not an http(s) URL; "
-                "pass base_url='https://host/path'."
+                f"The {self.endpoint.display_name} base URL {shown_url(url)!r} is not an http(s) "
+                "URL; pass base_url='https://host/path'."
             )
         return url
 
