@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -104,8 +105,12 @@ def memory_changes(
     return args.memory_id, changes
 
 
-def _new_message(message: Message) -> NewMessage:
-    """A message to store, counted as the context counts it (``Agent.add_messages``)."""
+MAX_RECORD_CHARS = 4 * MAX_MESSAGE_CHARS  # an adapter's items: the message's text and their fields
+
+
+def _new_message(message: Message, record: Mapping[str, Any] | None = None) -> NewMessage:
+    """A message to store, counted as the context counts it (``Agent.add_messages``), with the
+    JSON object an adapter keeps beside it (``record``)."""
     if not isinstance(message, Message):
         raise ValidationError(f"add_messages takes Message objects, got {type(message).__name__}.")
     if len(message.content) > MAX_MESSAGE_CHARS:
@@ -121,7 +126,25 @@ def _new_message(message: Message) -> NewMessage:
         tool_call_id=message.tool_call_id,
         tool_name=message.name if message.role == "tool" else None,
         speaker=message.name if message.role == "user" else None,
+        record=_checked_record(record),
     )
+
+
+def _checked_record(record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``record`` if it is a JSON object within its size (an adapter's items), else refused."""
+    if record is None:
+        return None
+    if not isinstance(record, Mapping):
+        raise ValidationError(f"A message's record is a JSON object, got {type(record).__name__}.")
+    try:
+        size = len(json.dumps(record, ensure_ascii=False, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"A message's record must be plain JSON: {exc}.") from exc
+    if size > MAX_RECORD_CHARS:
+        raise ValidationError(
+            f"A message's record is at most {MAX_RECORD_CHARS:,} characters of JSON, got {size:,}."
+        )
+    return record
 
 
 class Agent:
@@ -475,22 +498,50 @@ class Agent:
         )
 
     def add_messages(
-        self, conversation_id: int, messages: Sequence[Message], *, compact: bool = True
+        self,
+        conversation_id: int,
+        messages: Sequence[Message],
+        *,
+        compact: bool = True,
+        records: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> list[MessageRecord]:
         """Store a turn that ran outside hivekeep's own loop (another framework called the
         model), in order and in one transaction; then, with ``compact``, the after-turn
         compaction check ``chat`` runs. The write path of a framework's session adapter
         (``hivekeep.integrations.openai_agents``). ``compact`` needs the agent's chat model,
         whose window drives the trigger: it is checked first, so without one nothing is written.
+        ``records``: one JSON object (or None) per message, kept with it, which the adapter reads
+        back (the framework's own items, verbatim).
         """
         self.conversation(conversation_id)
-        stored = [_new_message(m) for m in messages]
+        if records is not None and len(records) != len(messages):
+            raise ValidationError(
+                f"add_messages got {len(records)} records for {len(messages)} messages."
+            )
+        stored = [
+            _new_message(m, None if records is None else records[n]) for n, m in enumerate(messages)
+        ]
         if compact:
             self._services.llms.chat_model(self.id, "compacting a conversation")
-        records = self._services.store.add_messages(conversation_id, stored)
+        added = self._services.store.add_messages(conversation_id, stored)
         if compact:
             self._services.compaction.after_turn(self.record, conversation_id)
-        return records
+        return added
+
+    def delete_message(self, conversation_id: int, message_id: int) -> None:
+        """Take back a message not yet folded into a summary (a framework session's pop);
+        ``ConflictError`` for a folded one: what a summary or the archive drew from it stays."""
+        self.conversation(conversation_id)
+        self._services.store.delete_raw_message(conversation_id, message_id)
+
+    def set_message_record(
+        self, conversation_id: int, message_id: int, record: Mapping[str, Any] | None
+    ) -> None:
+        """Replace the JSON object an adapter keeps with a message (``add_messages(records=)``)."""
+        self.conversation(conversation_id)
+        self._services.store.set_message_record(
+            conversation_id, message_id, _checked_record(record)
+        )
 
     def compact(self, conversation_id: int, *, force: bool = True) -> CompactionOutcome:
         """Compact now (``force``: fold at least half of the raw history, SPEC §7.5). Raises

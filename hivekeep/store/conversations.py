@@ -266,6 +266,22 @@ class ConversationStore(Protocol):
         """The messages folded into these summaries, oldest first."""
         ...
 
+    def delete_raw_message(self, conversation_id: int, message_id: int) -> None:
+        """Delete a message not yet folded (a framework session taking its last item back).
+
+        Raises NotFound when it is not a message of this conversation, ConflictError (deleting
+        nothing) when it is folded into a summary or is a compaction record: what a summary or
+        the archive already drew from it cannot be taken back.
+        """
+        ...
+
+    def set_message_record(
+        self, conversation_id: int, message_id: int, record: Mapping[str, Any] | None
+    ) -> None:
+        """Replace a message's ``record`` (the JSON an adapter keeps with it); NotFound when it
+        is not a message of this conversation."""
+        ...
+
     # summaries --------------------------------------------------------------------------------
     def fold(
         self, conversation_id: int, summary: NewSummary, message_ids: Sequence[int]

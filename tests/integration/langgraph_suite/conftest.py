@@ -1,11 +1,9 @@
 """Fixtures for LangGraph's own store tests run against ``HivekeepStore`` (swap.py): a fresh
-hive per store, and a runner for their ``async def`` tests (LangGraph runs them with
-pytest-asyncio's auto mode, which this project does not use)."""
+hive per store; the runner for their ``async def`` tests and the pass counts are
+ported_suites'."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 
 from hivekeep import Hive, Settings
 from hivekeep.providers.embeddings.local import LocalEmbedder
+from tests.integration import ported_suites
 from tests.integration.langgraph_suite import swap
 
 
@@ -34,13 +33,7 @@ def hives(tmp_path: Path, local_embedder: LocalEmbedder) -> Iterator[None]:
         hive.close()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
-    if not inspect.iscoroutinefunction(pyfuncitem.obj):
-        return None
-    names = pyfuncitem._fixtureinfo.argnames
-    asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
-    return True
+pytest_pyfunc_call = ported_suites.pytest_pyfunc_call
 
 
 # What stays different on purpose (docs/integrations.md, "What stays different"): each known
@@ -75,39 +68,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xfail(reason=DIFFERENT[name], strict=True))
 
 
-SUITES = {
-    "test_ported_in_memory_store.py": "LangGraph's InMemoryStore tests",
-    "test_ported_sqlite_store.py": "LangGraph's SqliteStore tests",
-}
-OUTCOMES: dict[str, dict[str, set[str]]] = {}  # suite file: outcome: test functions
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Each ported test's outcome by function (all its parameter cases: the worst one)."""
-    path, _, name = report.nodeid.partition("::")
-    suite = path.rpartition("/")[2]
-    if suite not in SUITES or (report.when != "call" and report.passed):
-        return
-    if report.when == "call" and report.passed and not hasattr(report, "wasxfail"):
-        outcome = "passed"
-    elif hasattr(report, "wasxfail"):
-        outcome = "xfailed"
-    else:
-        outcome = "failed"
-    OUTCOMES.setdefault(suite, {}).setdefault(outcome, set()).add(name.partition("[")[0])
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The pass count of each LangGraph suite run against HivekeepStore, for CI's log."""
-    for suite, title in SUITES.items():
-        outcomes = OUTCOMES.get(suite)
-        if not outcomes:
-            continue
-        failed = outcomes.get("failed", set())
-        xfailed = outcomes.get("xfailed", set()) - failed
-        passed = outcomes.get("passed", set()) - failed - xfailed
-        total = len(passed | xfailed | failed)
-        terminalreporter.write_line(
-            f"{title} against HivekeepStore: {len(passed)} of {total} pass, "
-            f"{len(xfailed)} known differences (xfail), {len(failed)} failed"
-        )
+COUNTS = ported_suites.PassCounts(
+    {
+        "test_ported_in_memory_store.py": "LangGraph's InMemoryStore tests",
+        "test_ported_sqlite_store.py": "LangGraph's SqliteStore tests",
+    },
+    "HivekeepStore",
+)
+pytest_runtest_logreport = COUNTS.logreport
+pytest_terminal_summary = COUNTS.terminal_summary
