@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from hivekeep import tools
 from hivekeep.core import profile as profile_doc
 from hivekeep.core.bounds import bounded, check_id, check_offset, check_version
+from hivekeep.core.chats import Chat
 from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.messages import Message
-from hivekeep.core.text import parse_created_at, parse_since
+from hivekeep.core.text import now_timestamp, parse_created_at, parse_since
 from hivekeep.errors import ValidationError
 from hivekeep.providers.llm.base import LLM
 from hivekeep.services import review
@@ -23,6 +25,9 @@ from hivekeep.services.conversation import Context
 from hivekeep.services.history import TrashPage
 from hivekeep.services.llms import Purpose
 from hivekeep.services.recall import SEARCH_WINDOW, RankedPage, RecallResult
+from hivekeep.services.remember import CaughtUp, Remembered
+from hivekeep.services.threads import Synced
+from hivekeep.services.transfer.chat_exports import ChatImport, Progress
 from hivekeep.services.wiring import Services
 from hivekeep.store.base import (
     KEEP,
@@ -102,6 +107,28 @@ def memory_changes(
         source_context=source_context,
     )
     return args.memory_id, changes
+
+
+def _message(value: Message | Mapping[str, Any] | str) -> Message:
+    """A message given to ``remember``: a text (the user's), a ``Message``, or an OpenAI-style
+    dict."""
+    if isinstance(value, str):
+        return Message("user", value)
+    if isinstance(value, Message):
+        return value
+    if not isinstance(value, Mapping) or not isinstance(value.get("role"), str):
+        raise ValidationError(
+            "remember takes a text or messages (Message objects or dicts with a 'role'), "
+            f"got {value!r:.80}."
+        )
+    if value["role"] not in ("user", "assistant", "system", "tool"):
+        raise ValidationError(
+            f"A message's role is user, assistant, system or tool, got {value['role']!r}."
+        )
+    try:
+        return Message.from_openai(value)
+    except (KeyError, TypeError) as exc:
+        raise ValidationError(f"A message is not in the OpenAI form: {exc}.") from None
 
 
 def _new_message(message: Message) -> NewMessage:
@@ -499,6 +526,70 @@ class Agent:
         self.conversation(conversation_id)
         self._services.llms.chat_model(self.id, "compaction")
         return self._services.compaction.compact(self.record, conversation_id, force=force)
+
+    # remember now, and chats kept elsewhere ---------------------------------------------------
+    def remember(self, messages: str | Sequence[Message | Mapping[str, Any]]) -> Remembered:
+        """Run the maintenance call now over ``messages`` (a text, or messages: ``Message``
+        objects or OpenAI-style dicts), as compaction would later: new facts are added to the
+        archive through the one write path, known ones left alone, and the profile rewritten.
+        The messages are kept in a new conversation. Needs a model (``LLMNotConfigured``, naming
+        HIVEKEEP_LLM, and nothing stored without one); ``AgentBusy`` while a compaction of this
+        agent runs.
+
+        >>> agent.remember("I moved to Lisbon in May 2024.").added  # doctest: +SKIP
+        """
+        self._services.remember.check_model(self.id)
+        given = [messages] if isinstance(messages, str) else list(messages)
+        stored = [_new_message(_message(m)) for m in given]
+        stored = [m for m in stored if m.content.strip() or m.tool_calls]
+        title = next((m.content for m in stored if m.role == "user"), "")
+        title = " ".join(title.split())[:60]
+        return self._services.remember.remember(self.record, stored, f"Remember: {title}")
+
+    def import_chats(
+        self,
+        source: str,
+        path: str | Path,
+        *,
+        bootstrap: bool = False,
+        progress: Progress | None = None,
+    ) -> ChatImport:
+        """Import a chat export (``source``: ``chatgpt`` or ``claude``; ``path``: its
+        ``conversations.json``, or ChatGPT's zip) as conversations of this agent, each keeping
+        its title and times; a rerun imports nothing twice. ``bootstrap``: then run the
+        maintenance call over them, oldest first (needs a model; a rerun goes on where it
+        stopped). A bad file raises ``ValidationError`` naming it and where, storing nothing.
+        """
+        return self._services.chat_imports.run(
+            self.record, source, Path(path), bootstrap=bootstrap, progress=progress
+        )
+
+    def keep_chat(self, source: str, chat: Chat) -> Synced:
+        """Store the messages of ``chat`` (a thread kept elsewhere, e.g. a Claude Code session,
+        known by ``source`` and ``chat.key``) not stored yet, in its conversation, folded into
+        batches that wait for the maintenance call (``catch_up``). Needs no model."""
+        synced = self._services.threads.sync(
+            self.id,
+            source,
+            chat.key,
+            chat.title,
+            [
+                NewMessage(m.role, m.content, message_tokens(m.content), created_at=m.created_at)
+                for m in chat.messages
+            ],
+            created_at=chat.created_at or now_timestamp(),
+            updated_at=chat.updated_at or now_timestamp(),
+        )
+        remember = self._services.remember
+        label = f"A conversation kept from {source}."
+        remember.fold(synced.conversation_id, label, remember.batch_window(self.id))
+        return synced
+
+    def catch_up(self) -> CaughtUp:
+        """The maintenance call for every batch of this agent still waiting, oldest first, one
+        each; stops at a failure (the rest wait). Needs a model; ``AgentBusy`` while another
+        compaction or catch-up of this agent runs."""
+        return self._services.remember.catch_up(self.record)
 
     # models and upkeep --------------------------------------------------------------------------
     def chat_model(self, what: str = "chatting") -> LLM:
