@@ -83,9 +83,11 @@ def read_chats(source: str, path: Path) -> Iterator[Chat]:
                     yield chat_from(source, value)
                 except ValidationError as exc:
                     raise ChatExportError(f"{name}: conversation {index}: {exc}.") from None
-        except ijson.JSONError as exc:
-            where = f"after conversation {index}" if index else "at the start"
-            raise ChatExportError(f"{name}: not valid JSON {where}: {exc}.") from None
+        except ijson.JSONError as exc:  # yajl's message draws the spot over several lines
+            problem = str(exc).strip().splitlines()[0] if str(exc).strip() else "cut short"
+            raise ChatExportError(
+                f"{name}: not valid JSON in conversation {index + 1} ({problem})."
+            ) from None
 
 
 @contextmanager
