@@ -17,7 +17,7 @@ def chatgpt_node(
     hidden: bool = False,
     recipient: str = "all",
 ) -> dict[str, Any]:
-    message = None
+    message: dict[str, Any] | None = None
     if role is not None:
         message = {
             "id": node_id,

@@ -165,7 +165,7 @@ def test_install_merges_keeps_everything_adds_nothing_twice_and_uninstall_undoes
 ) -> None:
     settings = tmp_path / "project" / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True)
-    original = {
+    original: dict[str, Any] = {
         "model": "sonnet",
         "permissions": {"allow": ["Bash(npm test)"]},
         "hooks": {
