@@ -238,8 +238,10 @@ def run_hook(hive: Hive, agent_name: str, payload: Mapping[str, Any], *, spawn: 
         context = prompt_context(agent, prompt if isinstance(prompt, str) else "")
         return hook_output(event, context) if context else ""
     if event in ("PreCompact", "SessionEnd"):
-        synced = agent.keep_chat(SOURCE, session_chat(payload))
-        log.info("Stored %d new messages of the session", synced.added)
+        chat = session_chat(payload)
+        if chat.messages:  # no transcript (yet): nothing to keep, no empty conversation
+            synced = agent.keep_chat(SOURCE, chat)
+            log.info("Stored %d new messages of the session", synced.added)
         if hive.has_upkeep_model():
             start_detached(spawn)
         return ""

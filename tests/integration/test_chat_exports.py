@@ -16,8 +16,8 @@ from hivekeep import Agent, Hive, ProviderError, Settings, ValidationError
 from hivekeep.cli import cli
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.testing import ScriptedLLM
+from tests.chat_exports import chatgpt_conversation, chatgpt_short, claude_conversation
 
-from .chat_exports import chatgpt_conversation, chatgpt_short, claude_conversation
 from .conversation_support import maintenance_reply
 
 

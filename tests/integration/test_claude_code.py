@@ -264,6 +264,8 @@ def test_pre_compact_stores_the_text_turns_once_and_session_end_only_the_new_one
 def test_whatever_goes_wrong_the_hook_exits_zero(hive_db: Path, given: str) -> None:
     done = hook(hive_db, given)
     assert done.returncode == 0
+    with Hive(hive_db, settings=Settings()) as hive:
+        assert hive.get_agent("coder").conversations() == []  # no empty conversation either
 
 
 def test_a_missing_hive_still_exits_zero(tmp_path: Path) -> None:
