@@ -82,7 +82,7 @@ def _describe(result: Remembered) -> None:
 
 @click.command("import-chats")
 @click.argument("source", type=click.Choice(["chatgpt", "claude"]))
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path))
 @agent_option
 @click.option(
     "--bootstrap",
@@ -95,7 +95,7 @@ def _describe(result: Remembered) -> None:
 def import_chats(
     source: str, path: Path, agent_key: str, bootstrap: bool, db: str, as_json: bool
 ) -> None:
-    """Import a ChatGPT or Claude export (conversations.json, or ChatGPT's zip) as
+    """Import a ChatGPT or Claude export (conversations.json, its folder, or ChatGPT's zip) as
     conversations of the agent, each with its title and times; a rerun imports nothing twice.
 
     A file that is not a valid export stops with a one-line error naming it and where, and

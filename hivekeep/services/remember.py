@@ -123,9 +123,9 @@ class RememberService:
         llm = self.llms.for_purpose(agent.id, "maintenance", what="remember")
         if not messages:
             raise ValidationError("remember needs at least one message with some text.")
-        conversation_id = self.conversations.create(agent.id, title).id
-        self.store.add_messages(conversation_id, messages)
-        with AgentLease(self.store, agent.id):
+        with AgentLease(self.store, agent.id):  # busy: nothing stored, nothing left unmined
+            conversation_id = self.conversations.create(agent.id, title).id
+            self.store.add_messages(conversation_id, messages)
             batches = self.fold(conversation_id, REMEMBER_LABEL, llm.context_window)
             noted = _Noted(self.archive)
             service = MaintenanceService(self.store, noted, self.profiles)

@@ -174,3 +174,33 @@ def test_bootstrap_without_a_model_stores_nothing(
         with pytest.raises(ValidationError, match="HIVEKEEP_LLM"):
             agent.import_chats("claude", path, bootstrap=True)
         assert agent.conversations() == []
+
+
+def test_the_unzipped_folder_is_read_too(agent: Agent, tmp_path: Path) -> None:
+    write(tmp_path / "conversations.json", [claude_conversation()])
+    assert agent.import_chats("claude", tmp_path).messages == 2
+
+
+def test_a_large_export_is_read_one_conversation_at_a_time(tmp_path: Path) -> None:
+    """Bounded memory: parsing a ~9 MB export never holds more than a few conversations."""
+    import tracemalloc
+
+    from hivekeep.services.transfer.chat_exports import read_chats
+
+    filler = "x" * 2000
+    path = tmp_path / "conversations.json"
+    with path.open("w", encoding="utf-8") as file:
+        file.write("[")
+        for i in range(3000):
+            chat = chatgpt_short(f"c{i}", f"Chat {i}", 1704067200.0 + i, f"{filler} {i}")
+            file.write(("," if i else "") + json.dumps(chat))
+        file.write("]")
+    assert path.stat().st_size > 8_000_000
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in read_chats("chatgpt", path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == 3000
+    assert peak < 2_000_000

@@ -103,3 +103,12 @@ def test_a_failed_call_leaves_the_batch_waiting_for_the_next_run(
     result = agent.remember("I moved to Lisbon in May 2024.")
     assert result.status == "failed" and result.error
     assert agent.catch_up().memories_added == 1
+
+
+def test_a_busy_agent_stores_nothing(hive: Hive, agent: Agent) -> None:
+    from hivekeep import AgentBusy
+    from hivekeep.store.leases import AgentLease
+
+    with AgentLease(hive.store, agent.id), pytest.raises(AgentBusy):
+        agent.remember("I moved to Lisbon.")
+    assert agent.conversations() == []

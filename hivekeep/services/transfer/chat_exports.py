@@ -92,6 +92,8 @@ def read_chats(source: str, path: Path) -> Iterator[Chat]:
 
 @contextmanager
 def _opened(path: Path) -> Iterator[tuple[IO[bytes], str]]:
+    if path.is_dir():  # the export, unzipped
+        path = path / EXPORT_MEMBER
     if not path.is_file():
         raise ChatExportError(f"{path}: no such file.")
     if not zipfile.is_zipfile(path):
