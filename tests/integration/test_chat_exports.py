@@ -204,3 +204,48 @@ def test_a_large_export_is_read_one_conversation_at_a_time(tmp_path: Path) -> No
         tracemalloc.stop()
     assert count == 3000
     assert peak < 2_000_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_import_rerun_and_bootstrap_on_both_backends(
+    backend: str, local_embedder: LocalEmbedder, tmp_path: Path
+) -> None:
+    from tests.postgres import hive_target
+
+    path = write(tmp_path / "conversations.json", [claude_conversation(), claude_new_year()])
+    llm = ScriptedLLM(context_window=16_000)
+    tomato = {"op": "add", "content": "The user grows tomatoes on the balcony", "subject": "user"}
+    llm.enqueue(maintenance_reply([], None), maintenance_reply([tomato], None))
+    with hive_target(backend) as target, Hive(target, embedder=local_embedder, llm=llm) as hive:
+        agent = hive.create_agent("sam")
+        first = agent.import_chats("claude", path, bootstrap=True)
+        assert (first.created, first.messages) == (2, 3)
+        assert first.bootstrap is not None and first.bootstrap.left == 0
+        assert "I grow tomatoes" in llm.calls[1].text  # 2024-06-02, after 2024-01-01
+        again = agent.import_chats("claude", path, bootstrap=True)
+        assert (
+            again.created,
+            again.messages,
+            again.bootstrap.outcomes if again.bootstrap else 1,
+        ) == (0, 0, ())
+        assert agent.recall("tomatoes").hits[0].memory.content == tomato["content"]
+
+
+def claude_new_year() -> dict[str, Any]:
+    """An older Claude conversation with one human message."""
+    return {
+        "uuid": "old-one",
+        "name": "New year",
+        "created_at": "2024-01-01T00:00:00Z",
+        "updated_at": "2024-01-01T00:00:00Z",
+        "chat_messages": [
+            {
+                "uuid": "n1",
+                "text": "Happy new year!",
+                "content": [],
+                "sender": "human",
+                "created_at": "2024-01-01T00:00:00Z",
+            }
+        ],
+    }
