@@ -9,7 +9,8 @@ Claude Code sends it on standard input (its hooks reference: ``session_id``, ``t
 
 - SessionStart prints the hook output JSON, whose ``additionalContext`` holds the agent's profile
   and, within ``RECALL_TOKENS``, the memories most relevant to the project (a recall on the name
-  of the working directory);
+  of the working directory); with a model, it also starts the background run below, for batches
+  an earlier session left waiting;
 - PreCompact and SessionEnd store the session's new user and assistant text turns (from the
   JSONL transcript) in the agent's conversation for that session, before returning, then start
   the maintenance call in a detached process and return: Claude Code gives SessionEnd hooks
@@ -231,6 +232,8 @@ def run_hook(hive: Hive, agent_name: str, payload: Mapping[str, Any], *, spawn: 
     event = payload["hook_event_name"]
     agent = hive.get_agent(agent_name)
     if event == "SessionStart":
+        if hive.has_upkeep_model():  # what an earlier session's run could not finish
+            start_detached(spawn)
         cwd = payload.get("cwd")
         return hook_output(event, session_context(agent, cwd if isinstance(cwd, str) else None))
     if event == "UserPromptSubmit":
