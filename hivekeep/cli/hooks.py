@@ -17,7 +17,7 @@ SETTINGS_HELP = "Claude Code's settings file (default: .claude/settings.json of 
 
 @click.group()
 def hooks() -> None:
-    """Install or remove hivekeep's hooks in a coding agent's settings (Claude Code).
+    """Install or remove hivekeep's hooks in a coding agent's settings (Claude Code). Example:
 
     \b
         hivekeep hooks install claude-code --agent coder
@@ -89,7 +89,13 @@ def uninstall(client: str, agent_key: str | None, settings_path: Path) -> None:
 
 @click.group()
 def hook() -> None:
-    """Run one hook of a coding agent (it reads the hook's JSON input on standard input)."""
+    """Run one hook of a coding agent (it reads the hook's JSON input on standard input). Claude
+    Code runs it, as `hivekeep hooks install` wrote it. Example:
+
+    \b
+        echo '{"hook_event_name": "SessionStart", "session_id": "s1"}' \\
+            | hivekeep hook claude-code --agent coder
+    """
 
 
 @hook.command("claude-code")
@@ -105,7 +111,7 @@ def claude_code_hook(agent_key: str, catch_up: bool, db: str) -> None:
     """One Claude Code hook: SessionStart prints the agent's profile and the project's memories
     as additional context; PreCompact and SessionEnd store the session's new turns and start
     the maintenance call in the background. Always exits 0 (a problem goes to standard error).
-    Claude Code runs it; installed by `hivekeep hooks install claude-code`. By hand:
+    Claude Code runs it; installed by `hivekeep hooks install claude-code`. Example, by hand:
 
     \b
         echo '{"hook_event_name": "SessionStart", "session_id": "s1", "cwd": "."}' \\
