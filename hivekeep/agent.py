@@ -125,10 +125,15 @@ def _message(value: Message | Mapping[str, Any] | str) -> Message:
         raise ValidationError(
             f"A message's role is user, assistant, system or tool, got {value['role']!r}."
         )
+    content = value.get("content")
+    if not (content is None or isinstance(content, str | list)):
+        raise ValidationError(
+            f"A message's content is a string or a list of parts, got {content!r:.80}."
+        )
     try:
         return Message.from_openai(value)
-    except (KeyError, TypeError) as exc:
-        raise ValidationError(f"A message is not in the OpenAI form: {exc}.") from None
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValidationError(f"A message is not in the OpenAI form: {exc!r}.") from None
 
 
 def _new_message(message: Message) -> NewMessage:

@@ -90,7 +90,15 @@ def test_without_a_model_it_names_hivekeep_llm_and_stores_nothing(
 
 
 def test_bad_messages_are_refused_before_anything_is_stored(agent: Agent) -> None:
-    for bad in ([{"content": "no role"}], [{"role": "wizard", "content": "x"}], [42], ["  "]):
+    for bad in (
+        [{"content": "no role"}],
+        [{"role": "wizard", "content": "x"}],
+        [{"role": "user", "content": 5}],
+        [{"role": "user", "content": [1, 2]}],
+        [{"role": "assistant", "tool_calls": [{"x": 1}]}],
+        [42],
+        ["  "],
+    ):
         with pytest.raises(ValidationError):
             agent.remember(bad)  # type: ignore[arg-type]
     assert agent.conversations() == []
