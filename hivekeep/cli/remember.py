@@ -18,6 +18,7 @@ from hivekeep.cli import (
     echo_json,
     json_option,
     open_agent,
+    open_hive,
 )
 
 
@@ -96,7 +97,8 @@ def import_chats(
     source: str, path: Path, agent_key: str, bootstrap: bool, db: str, as_json: bool
 ) -> None:
     """Import a ChatGPT or Claude export (conversations.json, its folder, or ChatGPT's zip) as
-    conversations of the agent, each with its title and times; a rerun imports nothing twice.
+    conversations of the agent (created if needed), each with its title and times; a rerun
+    imports nothing twice.
 
     A file that is not a valid export stops with a one-line error naming it and where, and
     nothing is stored. Example:
@@ -105,15 +107,16 @@ def import_chats(
         hivekeep import-chats chatgpt ~/Downloads/chatgpt-export.zip --agent assistant
         hivekeep import-chats claude conversations.json --agent assistant --bootstrap
     """
-    with open_agent(db, agent_key) as agent, ExitStack() as stack:
+    with open_hive(db, create=True) as hive, ExitStack() as stack:
         bar = ProgressBar(stack, "Importing conversations")
-        report = agent.import_chats(source, path, bootstrap=bootstrap, progress=bar)
+        report = hive.import_chats(source, path, agent=agent_key, bootstrap=bootstrap, progress=bar)
+        name = hive.get_agent(agent_key).name
     if as_json:
         echo_json(report.to_json())
         return
     click.echo(
         f"Imported {report.created} new conversations and {report.messages} messages into "
-        f"{agent.name} ({report.updated} updated, {report.empty} without text skipped, "
+        f"{name} ({report.updated} updated, {report.empty} without text skipped, "
         f"{report.conversations} in the file)."
     )
     caught = report.bootstrap

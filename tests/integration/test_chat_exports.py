@@ -174,6 +174,9 @@ def test_bootstrap_without_a_model_stores_nothing(
         with pytest.raises(ValidationError, match="HIVEKEEP_LLM"):
             agent.import_chats("claude", path, bootstrap=True)
         assert agent.conversations() == []
+        with pytest.raises(ValidationError, match="HIVEKEEP_LLM"):
+            hive.import_chats("claude", path, agent="newbie", bootstrap=True)
+        assert [a.name for a in hive.agents()] == ["sam"]
 
 
 def test_the_unzipped_folder_is_read_too(agent: Agent, tmp_path: Path) -> None:
@@ -249,3 +252,17 @@ def claude_new_year() -> dict[str, Any]:
             }
         ],
     }
+
+
+def test_the_cli_creates_the_agent_but_not_for_a_bad_file(db_path: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    args = ["--db", str(db_path), "import-chats", "claude"]
+    refused = CliRunner().invoke(cli, [*args, str(bad), "--agent", "newbie"])
+    assert refused.exit_code == 1 and "expected a JSON list" in refused.output
+    assert not db_path.exists()  # not even a hive file
+    good = write(tmp_path / "conversations.json", [claude_conversation()])
+    done = CliRunner().invoke(cli, [*args, str(good), "--agent", "newbie"])
+    assert done.exit_code == 0, done.output
+    with Hive(db_path, settings=Settings()) as hive:
+        assert len(hive.get_agent("newbie").conversations()) == 1

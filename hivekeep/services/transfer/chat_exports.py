@@ -33,6 +33,7 @@ from hivekeep.store.conversations import NewMessage
 Progress = Callable[[int, int], None]  # (conversations done, total)
 EXPORT_MEMBER = "conversations.json"  # the file inside an export's zip
 LABELS = {"chatgpt": "ChatGPT", "claude": "Claude"}
+BOOTSTRAP = "a bootstrap of imported chats"  # what LLMNotConfigured says needs the model
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,11 @@ class ChatImporter:
         self.threads = threads
         self.remember = remember
 
+    def check(self, source: str, path: Path) -> int:
+        """Read the whole export, storing nothing; returns how many conversations it holds, or
+        raises ``ChatExportError`` naming the file and where."""
+        return sum(1 for _ in read_chats(source, path))
+
     def run(
         self,
         agent: AgentRecord,
@@ -129,10 +135,12 @@ class ChatImporter:
         *,
         bootstrap: bool = False,
         progress: Progress | None = None,
+        checked: int | None = None,
     ) -> ChatImport:
+        """``checked``: the file was checked already (``check``), holding that many."""
         if bootstrap:
-            self.remember.check_model(agent.id, "a bootstrap of imported chats")
-        total = sum(1 for _ in read_chats(source, path))  # checks it all, storing nothing
+            self.remember.check_model(agent.id, BOOTSTRAP)
+        total = self.check(source, path) if checked is None else checked
         window = self.remember.batch_window(agent.id)
         label = f"A conversation imported from {LABELS[source]}."
         created = updated = messages = empty = 0
