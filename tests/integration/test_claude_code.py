@@ -301,3 +301,33 @@ def test_the_maintenance_call_runs_in_the_background_while_the_hook_returns(
         assert LISBON in found
         assert len(model.requests) == 1
         assert "I am moving to Lisbon in May." in json.dumps(model.requests[0].body)
+
+
+def test_a_busy_agent_waits_and_the_next_hook_finishes_the_work(
+    hive_db: Path, tmp_path: Path
+) -> None:
+    from hivekeep.store.leases import LEASE_TTL_SECONDS, lease_name, new_holder
+
+    transcript = tmp_path / f"{SESSION}.jsonl"
+    transcript.write_text("\n".join(transcript_lines()) + "\n")
+    with WireServer(answer=lambda request: openai_reply(MAINTENANCE)) as model:
+        with Hive(hive_db, settings=Settings()) as hive:
+            lease, holder = lease_name(hive.get_agent("coder").id), new_holder()
+            assert hive.store.acquire_lease(lease, holder, LEASE_TTL_SECONDS) is None
+            try:  # a compaction of the agent is running elsewhere
+                done = hook(hive_db, payload("PreCompact", transcript), model_url=model.url)
+                assert done.returncode == 0, done.stderr
+                assert session_messages(hive_db)  # stored all the same
+                time.sleep(8)  # the background run starts, finds the agent busy, and stops
+                assert model.requests == []
+            finally:
+                hive.store.release_lease(lease, holder)
+        start = payload("SessionStart", transcript, source="resume")
+        assert hook(hive_db, start, model_url=model.url).returncode == 0
+        deadline = time.monotonic() + 90
+        found: list[str] = []
+        while LISBON not in found and time.monotonic() < deadline:
+            time.sleep(0.5)
+            with Hive(hive_db, settings=Settings()) as hive:
+                found = [m.content for m in hive.get_agent("coder").list_memories().memories]
+        assert LISBON in found
