@@ -10,10 +10,10 @@ from typing import Any
 from hivekeep import tools
 from hivekeep.core import profile as profile_doc
 from hivekeep.core.bounds import bounded, check_id, check_offset, check_version
-from hivekeep.core.chats import Chat
+from hivekeep.core.chats import Chat, given_message
 from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.messages import Message
-from hivekeep.core.text import now_timestamp, parse_created_at, parse_since
+from hivekeep.core.text import parse_created_at, parse_since
 from hivekeep.errors import ValidationError
 from hivekeep.providers.llm.base import LLM
 from hivekeep.services import review
@@ -107,33 +107,6 @@ def memory_changes(
         source_context=source_context,
     )
     return args.memory_id, changes
-
-
-def _message(value: Message | Mapping[str, Any] | str) -> Message:
-    """A message given to ``remember``: a text (the user's), a ``Message``, or an OpenAI-style
-    dict."""
-    if isinstance(value, str):
-        return Message("user", value)
-    if isinstance(value, Message):
-        return value
-    if not isinstance(value, Mapping) or not isinstance(value.get("role"), str):
-        raise ValidationError(
-            "remember takes a text or messages (Message objects or dicts with a 'role'), "
-            f"got {value!r:.80}."
-        )
-    if value["role"] not in ("user", "assistant", "system", "tool"):
-        raise ValidationError(
-            f"A message's role is user, assistant, system or tool, got {value['role']!r}."
-        )
-    content = value.get("content")
-    if not (content is None or isinstance(content, str | list)):
-        raise ValidationError(
-            f"A message's content is a string or a list of parts, got {content!r:.80}."
-        )
-    try:
-        return Message.from_openai(value)
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ValidationError(f"A message is not in the OpenAI form: {exc!r}.") from None
 
 
 def _new_message(message: Message) -> NewMessage:
@@ -545,7 +518,7 @@ class Agent:
         """
         self._services.remember.check_model(self.id)
         given = [messages] if isinstance(messages, str) else list(messages)
-        stored = [_new_message(_message(m)) for m in given]
+        stored = [_new_message(given_message(m)) for m in given]
         stored = [m for m in stored if m.content.strip() or m.tool_calls]
         title = next((m.content for m in stored if m.role == "user"), "")
         title = " ".join(title.split())[:60]
@@ -573,22 +546,7 @@ class Agent:
         """Store the messages of ``chat`` (a thread kept elsewhere, e.g. a Claude Code session,
         known by ``source`` and ``chat.key``) not stored yet, in its conversation, folded into
         batches that wait for the maintenance call (``catch_up``). Needs no model."""
-        synced = self._services.threads.sync(
-            self.id,
-            source,
-            chat.key,
-            chat.title,
-            [
-                NewMessage(m.role, m.content, message_tokens(m.content), created_at=m.created_at)
-                for m in chat.messages
-            ],
-            created_at=chat.created_at or now_timestamp(),
-            updated_at=chat.updated_at or now_timestamp(),
-        )
-        remember = self._services.remember
-        label = f"A conversation kept from {source}."
-        remember.fold(synced.conversation_id, label, remember.batch_window(self.id))
-        return synced
+        return self._services.remember.keep_chat(self.id, source, chat)
 
     def catch_up(self) -> CaughtUp:
         """The maintenance call for every batch of this agent still waiting, oldest first, one

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from hivekeep.core.messages import Message
 from hivekeep.core.text import format_timestamp
 from hivekeep.errors import ValidationError
 
@@ -230,3 +231,30 @@ def _kind(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     return "a string" if isinstance(value, str) else repr(value)
+
+
+def given_message(value: Message | Mapping[str, Any] | str) -> Message:
+    """A message given to ``remember``: a text (the user's), a ``Message``, or an OpenAI-style
+    dict, checked so that a wrong one is a ``ValidationError`` naming what is wrong."""
+    if isinstance(value, str):
+        return Message("user", value)
+    if isinstance(value, Message):
+        return value
+    if not isinstance(value, Mapping) or not isinstance(value.get("role"), str):
+        raise ValidationError(
+            "remember takes a text or messages (Message objects or dicts with a 'role'), "
+            f"got {value!r:.80}."
+        )
+    if value["role"] not in ("user", "assistant", "system", "tool"):
+        raise ValidationError(
+            f"A message's role is user, assistant, system or tool, got {value['role']!r}."
+        )
+    content = value.get("content")
+    if not (content is None or isinstance(content, str | list)):
+        raise ValidationError(
+            f"A message's content is a string or a list of parts, got {content!r:.80}."
+        )
+    try:
+        return Message.from_openai(value)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValidationError(f"A message is not in the OpenAI form: {exc!r}.") from None

@@ -14,13 +14,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hivekeep.core.chats import Chat
+from hivekeep.core.text import now_timestamp
 from hivekeep.core.tokens import count_tokens
 from hivekeep.errors import ValidationError
 from hivekeep.services.archive import ArchiveService, Memorized
+from hivekeep.services.chat import message_tokens
 from hivekeep.services.conversation import ConversationService
 from hivekeep.services.llms import LLMNotConfigured, LLMResolver
 from hivekeep.services.maintenance import MaintenanceOutcome, MaintenanceService
 from hivekeep.services.profile import ProfileService
+from hivekeep.services.threads import Synced, ThreadService
 from hivekeep.store.base import AgentRecord, MemoryChanges, MemoryRecord, NewMemory, Store
 from hivekeep.store.conversations import MessageRecord, NewMessage, NewSummary, SummaryRecord
 from hivekeep.store.leases import AgentLease
@@ -106,8 +110,10 @@ class RememberService:
         conversations: ConversationService,
         maintenance: MaintenanceService,
         llms: LLMResolver,
+        threads: ThreadService,
     ) -> None:
         self.store = store
+        self.threads = threads
         self.archive = archive
         self.profiles = profiles
         self.conversations = conversations
@@ -181,6 +187,34 @@ class RememberService:
             )
             folded.append(self.store.fold(conversation_id, summary, [m.id for m in batch]))
         return folded
+
+    def keep_chat(
+        self, agent_id: int, source: str, chat: Chat, *, fold: bool = True, label: str = ""
+    ) -> Synced:
+        """Store the messages of ``chat`` not stored yet (``ThreadService.sync``), each at its
+        time (else the chat's); with ``fold``, fold them into batches waiting for maintenance
+        (summary ``label``). No model needed: the batches then wait for one."""
+        first = chat.created_at or next((m.created_at for m in chat.messages if m.created_at), None)
+        first = first or now_timestamp()
+        synced = self.threads.sync(
+            agent_id,
+            source,
+            chat.key,
+            chat.title,
+            [
+                NewMessage(
+                    m.role, m.content, message_tokens(m.content), created_at=m.created_at or first
+                )
+                for m in chat.messages
+            ],
+            created_at=first,
+            updated_at=chat.updated_at
+            or next((m.created_at for m in reversed(chat.messages) if m.created_at), first),
+        )
+        if fold:
+            label = label or f"A conversation kept from {source}."
+            self.fold(synced.conversation_id, label, self.batch_window(agent_id))
+        return synced
 
     def catch_up(self, agent: AgentRecord) -> CaughtUp:
         """Every batch of the agent still waiting, one maintenance call each, oldest first (by

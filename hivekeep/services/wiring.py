@@ -48,7 +48,6 @@ class Services:
     compaction: CompactionService
     chats: ChatService
     compiler: ProfileCompiler
-    threads: ThreadService
     remember: RememberService
     chat_imports: ChatImporter
 
@@ -69,8 +68,9 @@ def wire(
     conversations = ConversationService(store, settings.compaction(), tools)
     maintenance = MaintenanceService(store, archive, profiles)
     compaction = CompactionService(store, events, conversations, profiles, maintenance, llms)
-    threads = ThreadService(store)
-    remember = RememberService(store, archive, profiles, conversations, maintenance, llms)
+    remember = RememberService(
+        store, archive, profiles, conversations, maintenance, llms, ThreadService(store)
+    )
     return Services(
         settings=settings,
         store=store,
@@ -86,7 +86,6 @@ def wire(
         compaction=compaction,
         chats=ChatService(store, conversations, profiles, compaction, llms),
         compiler=ProfileCompiler(store, profiles, llms),
-        threads=threads,
         remember=remember,
-        chat_imports=ChatImporter(threads, remember),
+        chat_imports=ChatImporter(remember),
     )

@@ -22,13 +22,9 @@ from typing import IO, Any
 import ijson
 
 from hivekeep.core.chats import SOURCES, Chat, chat_from
-from hivekeep.core.text import now_timestamp
 from hivekeep.errors import ValidationError
-from hivekeep.services.chat import message_tokens
 from hivekeep.services.remember import CaughtUp, RememberService
-from hivekeep.services.threads import ThreadService
 from hivekeep.store.base import AgentRecord
-from hivekeep.store.conversations import NewMessage
 
 Progress = Callable[[int, int], None]  # (conversations done, total)
 EXPORT_MEMBER = "conversations.json"  # the file inside an export's zip
@@ -118,8 +114,7 @@ def _check_array(stream: IO[bytes], name: str) -> None:
 
 
 class ChatImporter:
-    def __init__(self, threads: ThreadService, remember: RememberService) -> None:
-        self.threads = threads
+    def __init__(self, remember: RememberService) -> None:
         self.remember = remember
 
     def check(self, source: str, path: Path) -> int:
@@ -141,40 +136,19 @@ class ChatImporter:
         if bootstrap:
             self.remember.check_model(agent.id, BOOTSTRAP)
         total = self.check(source, path) if checked is None else checked
-        window = self.remember.batch_window(agent.id)
         label = f"A conversation imported from {LABELS[source]}."
         created = updated = messages = empty = 0
         for done, chat in enumerate(read_chats(source, path), 1):
             if not chat.messages:
                 empty += 1
             else:
-                synced = self.threads.sync(
-                    agent.id,
-                    source,
-                    chat.key,
-                    chat.title,
-                    [_new_message(chat, m.role, m.content, m.created_at) for m in chat.messages],
-                    created_at=_first(chat),
-                    updated_at=chat.updated_at or _last(chat),
+                synced = self.remember.keep_chat(
+                    agent.id, source, chat, fold=bootstrap, label=label
                 )
                 created += synced.created
                 updated += bool(synced.added) and not synced.created
                 messages += synced.added
-                if bootstrap:
-                    self.remember.fold(synced.conversation_id, label, window)
             if progress is not None:
                 progress(done, total)
         caught = self.remember.catch_up(agent) if bootstrap else None
         return ChatImport(total, created, updated, messages, empty, caught)
-
-
-def _first(chat: Chat) -> str:
-    return chat.created_at or chat.messages[0].created_at or now_timestamp()
-
-
-def _last(chat: Chat) -> str:
-    return chat.messages[-1].created_at or _first(chat)
-
-
-def _new_message(chat: Chat, role: str, content: str, at: str | None) -> NewMessage:
-    return NewMessage(role, content, message_tokens(content), created_at=at or _first(chat))
