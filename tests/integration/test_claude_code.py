@@ -22,6 +22,7 @@ from tests.wire_servers import Received, Reply, WireServer, openai_reply
 pytestmark = pytest.mark.slow
 
 SCRUBBED_PREFIXES = ("HIVEKEEP_", "MEMORY_", "COMPACTING_", "OPENAI_", "ANTHROPIC_", "OLLAMA_")
+SLOW_MODEL_S = 15.0
 SESSION = "0b6a7c1e-5f1d-4c53-9d0e-4a3b2c1d0e9f"
 LISBON = "The user is moving to Lisbon in May 2024."
 MAINTENANCE = (
@@ -279,7 +280,7 @@ def test_the_maintenance_call_runs_in_the_background_while_the_hook_returns(
 ) -> None:
     def answer(request: Received) -> Reply:
         reply = openai_reply(MAINTENANCE)
-        reply.delay = 4.0  # a slow model: the hook must not wait for it
+        reply.delay = SLOW_MODEL_S  # the hook must not wait for it
         return reply
 
     transcript = tmp_path / f"{SESSION}.jsonl"
@@ -289,7 +290,7 @@ def test_the_maintenance_call_runs_in_the_background_while_the_hook_returns(
         done = hook(hive_db, payload("SessionEnd", transcript, reason="exit"), model_url=model.url)
         took = time.monotonic() - started
         assert done.returncode == 0, done.stderr
-        assert took < 4.0  # it did not wait for the model's 4 s
+        assert took < SLOW_MODEL_S  # it did not wait for the model (a busy machine: ~1-5 s)
         assert session_messages(hive_db)  # stored before the hook returned
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
