@@ -71,7 +71,7 @@ def _describe(result: Remembered) -> None:
     rows: list[tuple[str, tuple[MemoryRecord, ...]]] = [
         ("added", result.added),
         ("reworded", result.reworded),
-        ("already known, left alone", result.unchanged),
+        ("left alone (already known)", result.left_alone),
     ]
     for label, memories in rows:
         for memory in memories:

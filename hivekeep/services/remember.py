@@ -42,7 +42,7 @@ class Remembered:
     status: str  # "done" | "failed" (the batch stays pending and is retried later)
     added: tuple[MemoryRecord, ...] = ()  # new memories
     reworded: tuple[MemoryRecord, ...] = ()  # existing memories changed to the new wording
-    unchanged: tuple[MemoryRecord, ...] = ()  # already known: left alone
+    left_alone: tuple[MemoryRecord, ...] = ()  # already known: the existing memory kept
     consolidated: int = 0  # near twins merged away or retired by the same call
     profile_updated: bool = False
     notes: tuple[str, ...] = ()
@@ -59,7 +59,7 @@ class Remembered:
             "status": self.status,
             "added": brief(self.added),
             "reworded": brief(self.reworded),
-            "unchanged": brief(self.unchanged),
+            "left_alone": brief(self.left_alone),
             "consolidated": self.consolidated,
             "profile_updated": self.profile_updated,
             "notes": list(self.notes),
@@ -144,13 +144,13 @@ class RememberService:
             for r in noted.written
             if r.duplicate and getattr(r, "reworded", False)  # the write path's "same fact"
         }
-        unchanged = {r.memory.id: r.memory for r in noted.written if r.duplicate}
+        known = {r.memory.id: r.memory for r in noted.written if r.duplicate}
         return Remembered(
             conversation_id=conversation_id,
             status="failed" if failed else "done",
             added=added,
             reworded=tuple(reworded.values()),
-            unchanged=tuple(m for i, m in unchanged.items() if i not in reworded),
+            left_alone=tuple(m for i, m in known.items() if i not in reworded),
             consolidated=sum(o.memories_consolidated for o in outcomes),
             profile_updated=any(o.profile_updated for o in outcomes),
             notes=tuple(n for o in outcomes for n in o.notes),

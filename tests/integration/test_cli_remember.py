@@ -67,13 +67,13 @@ def test_messages_from_a_file_are_remembered_and_the_answer_says_what(
         done = run(db, str(chat), url=model.url)
         assert done.returncode == 0, done.stderr
         assert "added: #" in done.stdout and LISBON in done.stdout
-        assert "1 added, 0 reworded, 0 already known, left alone; profile updated." in done.stdout
+        assert "1 added, 0 reworded, 0 left alone (already known); profile updated." in done.stdout
         sent = json.dumps(model.last)
         assert "I moved to Lisbon in May 2024." in sent and "Welcome to Lisbon!" in sent
         again = run(db, "--json", stdin="Lisbon since May 2024.", url=model.url)  # stdin, a text
         assert again.returncode == 0, again.stderr
         answer = json.loads(again.stdout)
-        assert answer["added"] == [] and answer["unchanged"][0]["content"] == LISBON
+        assert answer["added"] == [] and answer["left_alone"][0]["content"] == LISBON
 
 
 def test_without_a_model_it_names_hivekeep_llm_and_stores_nothing(db: Path) -> None:

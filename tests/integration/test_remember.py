@@ -49,7 +49,7 @@ def test_openai_dicts_are_remembered_now_and_the_answer_says_what_happened(
     )
     assert result.status == "done"
     assert [m.content for m in result.added] == [ADD["content"]]
-    assert [m.content for m in result.unchanged] == [KNOWN["content"]]
+    assert [m.content for m in result.left_alone] == [KNOWN["content"]]
     assert result.profile_updated and agent.profile_text().startswith("## User")
     assert agent.recall("where does the user live").hits[0].memory.content == ADD["content"]
     (call,) = llm.calls  # one call: the maintenance call, no summariser

@@ -37,7 +37,7 @@ def test_remember_answers_what_was_added_and_refuses_a_bad_body(server: Server) 
     assert added["content"] == DEFAULT_SCRIPT["archive"][0]["content"]
     assert body["profile_updated"] is True
     again = api.post(url, json={"text": "Green tea, every morning."}, timeout=60).json()
-    assert again["added"] == [] and [m["id"] for m in again["unchanged"]] == [added["id"]]
+    assert again["added"] == [] and [m["id"] for m in again["left_alone"]] == [added["id"]]
     for bad in ({"text": "x", "messages": messages}, {}, {"messages": [{"content": "no role"}]}):
         refused = api.post(url, json=bad)
         assert refused.status_code == 422, (bad, refused.text)
