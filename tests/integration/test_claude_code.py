@@ -332,3 +332,24 @@ def test_a_busy_agent_waits_and_the_next_hook_finishes_the_work(
             with Hive(hive_db, settings=Settings()) as hive:
                 found = [m.content for m in hive.get_agent("coder").list_memories().memories]
         assert LISBON in found
+
+
+def test_prompt_recall_is_optional_and_adds_the_prompts_memories(
+    hive_db: Path, tmp_path: Path
+) -> None:
+    settings = tmp_path / "settings.json"
+    assert claude_code.install(settings, "coder", str(hive_db), prompt_recall=True) == [
+        "SessionStart",
+        "PreCompact",
+        "SessionEnd",
+        "UserPromptSubmit",
+    ]
+    prompt = payload("UserPromptSubmit", tmp_path / "x.jsonl", prompt="What is my cat called?")
+    done = hook(hive_db, prompt)
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout)["hookSpecificOutput"]
+    assert output["hookEventName"] == "UserPromptSubmit"
+    assert "The user's cat is called Mia" in output["additionalContext"]
+    assert claude_code.uninstall(settings, "someone-else") == 0
+    assert claude_code.uninstall(settings, "coder") == 4
+    assert json.loads(settings.read_text()) == {}
