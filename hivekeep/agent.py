@@ -542,11 +542,12 @@ class Agent:
             self.record, source, Path(path), bootstrap=bootstrap, progress=progress
         )
 
-    def keep_chat(self, source: str, chat: Chat) -> Synced:
+    def keep_chat(self, source: str, chat: Chat, *, fold: bool = True) -> Synced:
         """Store the messages of ``chat`` (a thread kept elsewhere, e.g. a Claude Code session,
-        known by ``source`` and ``chat.key``) not stored yet, in its conversation, folded into
-        batches that wait for the maintenance call (``catch_up``). Needs no model."""
-        return self._services.remember.keep_chat(self.id, source, chat)
+        known by ``source`` and ``chat.key``) not stored yet, in its conversation; with ``fold``,
+        fold its unfolded messages into batches that wait for the maintenance call
+        (``catch_up``), sized for the maintenance model's window. Needs no model."""
+        return self._services.remember.keep_chat(self.id, source, chat, fold=fold)
 
     def catch_up(self) -> CaughtUp:
         """The maintenance call for every batch of this agent still waiting, oldest first, one

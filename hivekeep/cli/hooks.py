@@ -101,13 +101,18 @@ def hook() -> None:
 @hook.command("claude-code")
 @agent_option
 @click.option(
+    "--payload",
+    hidden=True,
+    help="With --catch-up: the PreCompact or SessionEnd input whose session to fold first.",
+)
+@click.option(
     "--catch-up",
     is_flag=True,
     hidden=True,
     help="The background half: run the maintenance call for the waiting batches.",
 )
 @db_option
-def claude_code_hook(agent_key: str, catch_up: bool, db: str) -> None:
+def claude_code_hook(agent_key: str, payload: str | None, catch_up: bool, db: str) -> None:
     """One Claude Code hook: SessionStart prints the agent's profile and the project's memories
     as additional context; PreCompact and SessionEnd store the session's new turns and start
     the maintenance call in the background. Always exits 0 (a problem goes to standard error).
@@ -132,10 +137,11 @@ def claude_code_hook(agent_key: str, catch_up: bool, db: str) -> None:
     try:
         with open_hive(db) as hive:
             if catch_up:
-                claude_code.catch_up(hive, agent_key)
+                given = None if payload is None else claude_code.parse_payload(payload)
+                claude_code.catch_up(hive, agent_key, given)
                 return
-            payload = claude_code.parse_payload(sys.stdin.read())
-            output = claude_code.run_hook(hive, agent_key, payload, spawn=spawn)
+            given = claude_code.parse_payload(sys.stdin.read())
+            output = claude_code.run_hook(hive, agent_key, given, spawn=spawn)
     except Exception as exc:
         click.echo(f"hivekeep hook claude-code: {exc}", err=True)
         return

@@ -13,7 +13,8 @@ Claude Code sends it on standard input (its hooks reference: ``session_id``, ``t
   an earlier session left waiting;
 - PreCompact and SessionEnd store the session's new user and assistant text turns (from the
   JSONL transcript) in the agent's conversation for that session, before returning, then start
-  the maintenance call in a detached process and return: Claude Code gives SessionEnd hooks
+  a detached process that folds them into batches and runs the maintenance call, and return
+  (without a model, they are folded at once and wait for one): Claude Code gives SessionEnd hooks
   about 1.5 s, and a compaction must never wait on a model. The process takes the agent's lease
   (two never run at once); a batch it could not finish waits for the next hook or ``hive.resume``.
 
@@ -242,11 +243,14 @@ def run_hook(hive: Hive, agent_name: str, payload: Mapping[str, Any], *, spawn: 
         return hook_output(event, context) if context else ""
     if event in ("PreCompact", "SessionEnd"):
         chat = session_chat(payload)
+        model = hive.has_upkeep_model()
         if chat.messages:  # no transcript (yet): nothing to keep, no empty conversation
-            synced = agent.keep_chat(SOURCE, chat)
+            # With a model, the background run folds them, sized for its window: making the
+            # model here (an SDK import) would cost the hook a second.
+            synced = agent.keep_chat(SOURCE, chat, fold=not model)
             log.info("Stored %d new messages of the session", synced.added)
-        if hive.has_upkeep_model():
-            start_detached(spawn)
+        if model:
+            start_detached([*spawn, "--payload", json.dumps(dict(payload))])
         return ""
     log.info("Claude Code hook %s is not one hivekeep handles; ignored", event)
     return ""
@@ -264,10 +268,16 @@ def start_detached(command: list[str]) -> None:
     )
 
 
-def catch_up(hive: Hive, agent_name: str) -> None:
-    """The background half: the maintenance call for every waiting batch of the agent."""
+def catch_up(hive: Hive, agent_name: str, payload: Mapping[str, Any] | None = None) -> None:
+    """The background half: fold the session's new turns (``payload``: its PreCompact or
+    SessionEnd input), then the maintenance call for every waiting batch of the agent."""
     try:
-        caught = hive.get_agent(agent_name).catch_up()
+        agent = hive.get_agent(agent_name)
+        if payload is not None:
+            chat = session_chat(payload)
+            if chat.messages:
+                agent.keep_chat(SOURCE, chat)
+        caught = agent.catch_up()
     except HivekeepError as exc:  # AgentBusy: the one running does it; no model: later
         log.warning("Maintenance of %s not run now: %s", agent_name, exc)
         return

@@ -17,6 +17,7 @@ import pytest
 from hivekeep import Hive, Settings
 from hivekeep.integrations import claude_code
 from hivekeep.providers.embeddings.local import LocalEmbedder
+from hivekeep.testing import ScriptedLLM
 from tests.wire_servers import Received, Reply, WireServer, openai_reply
 
 pytestmark = pytest.mark.slow
@@ -244,6 +245,12 @@ def test_pre_compact_stores_the_text_turns_once_and_session_end_only_the_new_one
     assert hook(hive_db, payload("SessionEnd", transcript, reason="exit")).returncode == 0
     assert [m[1] for m in session_messages(hive_db)][-1] == "Also: I use tabs."
     assert len(session_messages(hive_db)) == 3
+    llm = ScriptedLLM([MAINTENANCE, MAINTENANCE], context_window=16_000)  # a model, later
+    with Hive(hive_db, settings=Settings(), llm=llm) as hive:
+        caught = hive.get_agent("coder").catch_up()  # the batches waited for it, oldest first
+    assert (len(caught.outcomes), caught.memories_added, caught.left) == (2, 1, 0)
+    assert "I am moving to Lisbon in May." in llm.calls[0].text
+    assert "Also: I use tabs." in llm.calls[1].text
 
 
 @pytest.mark.parametrize(
