@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -257,9 +258,10 @@ def run_hook(hive: Hive, agent_name: str, payload: Mapping[str, Any], *, spawn: 
 
 
 def start_detached(command: list[str]) -> None:
-    """Start ``command`` in its own session, not waited for: it outlives the hook."""
+    """Start ``command`` in its own session, not waited for: it outlives the hook. It runs
+    niced, so the hook that started it (and Claude Code) keep the processor first."""
     subprocess.Popen(
-        command,
+        ["nice", "-n", "10", *command] if shutil.which("nice") else command,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
