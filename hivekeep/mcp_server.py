@@ -88,9 +88,12 @@ def _remember(agent: Agent, arguments: dict[str, Any] | None) -> dict[str, Any]:
     ):
         return {"error": "remember takes either 'text' (a string) or 'messages' (a list)."}
     try:
-        return agent.remember(text if isinstance(text, str) else messages or []).to_json()
+        answer = agent.remember(text if isinstance(text, str) else messages or [])
     except HivekeepError as exc:
         return {"error": str(exc)}
+    if answer.error is not None:  # kept and retried later, but this call did not remember
+        return {"error": f"The maintenance call failed (it will be retried): {answer.error}"}
+    return {key: value for key, value in answer.to_json().items() if key != "error"}
 
 
 def build_server(agent: Agent) -> Server[Any]:

@@ -8,6 +8,7 @@ on 127.0.0.1. Each scenario returns what the client saw; the assertions run outs
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -25,6 +26,7 @@ from mcp.types import CallToolResult, TextContent, TextResourceContents
 from hivekeep import Hive, Settings
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.tools import tool_schemas
+from tests.wire_servers import WireServer, openai_reply
 
 T = TypeVar("T")
 
@@ -101,6 +103,31 @@ def test_remember_without_a_model_is_a_tool_error_naming_hivekeep_llm(db: Path) 
     bad, unconfigured = over_stdio(db, scenario)
     assert bad.is_error and "either 'text'" in text_of(bad)
     assert unconfigured.is_error and "HIVEKEEP_LLM" in text_of(unconfigured)
+
+
+def test_remember_runs_the_maintenance_call_of_the_hosts_model(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reply = (
+        f'<archive>[{{"op": "add", "content": "{LISBON}", "category": "fact"}}]</archive>\n'
+        "<profile>\n## User\n- Lives in Lisbon\n</profile>"
+    )
+    with WireServer() as model:
+        model.script(openai_reply(reply))
+        monkeypatch.setenv("HIVEKEEP_LLM", "openai:test-model")
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{model.url}/v1")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        messages = [{"role": "user", "content": "I moved to Lisbon in May 2024."}]
+
+        async def scenario(client: Client) -> CallToolResult:
+            return await client.call_tool("remember", {"messages": messages})
+
+        result = over_stdio(db, scenario)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    assert [m["content"] for m in result.structured_content["added"]] == [LISBON]
+    assert "I moved to Lisbon in May 2024." in json.dumps(model.last)
 
 
 def test_memorize_then_recall(db: Path, local_embedder: LocalEmbedder) -> None:
