@@ -3,6 +3,7 @@ sessions that start with the agent's memory and leave what they said in it."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -141,9 +142,12 @@ def claude_code_hook(agent_key: str, payload: str | None, catch_up: bool, db: st
                 claude_code.catch_up(hive, agent_key, given)
                 return
             given = claude_code.parse_payload(sys.stdin.read())
-            output = claude_code.run_hook(hive, agent_key, given, spawn=spawn)
-    except Exception as exc:
+            result = claude_code.run_hook(hive, agent_key, given, spawn=spawn)
+            if result.left_running:  # a busy hive: the background run stores the turns;
+                sys.stderr.flush()  # the hive is in use by the waiting thread, not closed
+                os._exit(0)
+    except Exception as exc:  # a hook must never fail Claude Code: said on standard error
         click.echo(f"hivekeep hook claude-code: {exc}", err=True)
         return
-    if output:
-        click.echo(output)
+    if result.output:
+        click.echo(result.output)

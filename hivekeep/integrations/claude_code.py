@@ -15,8 +15,10 @@ Claude Code sends it on standard input (its hooks reference: ``session_id``, ``t
   JSONL transcript) in the agent's conversation for that session, before returning, then start
   a detached process that folds them into batches and runs the maintenance call, and return
   (without a model, they are folded at once and wait for one): Claude Code gives SessionEnd hooks
-  about 1.5 s, and a compaction must never wait on a model. The process takes the agent's lease
-  (two never run at once); a batch it could not finish waits for the next hook or ``hive.resume``.
+  about 1.5 s, and a compaction must never wait on a model. A hive another process is writing
+  is waited for ``STORE_WAIT_S``; then the background run stores the turns when it can. That
+  process takes the agent's lease (two never run at once); a batch it could not finish waits for
+  the next hook or ``hive.resume``.
 
 A hook never fails Claude Code: whatever happens (no hive, a malformed payload or transcript, no
 model, a busy agent) it exits 0, saying what went wrong on standard error.
@@ -32,11 +34,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hivekeep import Agent, Chat, Hive, HivekeepError, ValidationError
+from hivekeep import Agent, Chat, Hive, HiveBusy, HivekeepError, ValidationError
 from hivekeep.core.chats import claude_code_messages
 from hivekeep.core.tokens import count_tokens
 
@@ -51,6 +55,8 @@ TIMEOUTS = {"SessionStart": 15, "PreCompact": 10, "SessionEnd": 10, "UserPromptS
 RECALL_TOKENS = 600  # the project's memories added at SessionStart, at most
 RECALL_LIMIT = 8
 PROMPT_RECALL_LIMIT = 3
+STORE_WAIT_S = 1.0  # how long PreCompact/SessionEnd wait to store (a busy hive: then, in the back)
+BUSY_TRIES = 30  # the background run's tries to store on a busy hive (each its busy timeout)
 
 
 def hook_command(agent: str, db: str | None) -> str:
@@ -227,34 +233,66 @@ def session_chat(payload: Mapping[str, Any]) -> Chat:
     return Chat(session, title, first, last, tuple(messages))
 
 
-def run_hook(hive: Hive, agent_name: str, payload: Mapping[str, Any], *, spawn: list[str]) -> str:
-    """Handle one hook input; returns what to print (may be ""). ``spawn``: the command that
-    runs the maintenance call in the background (started only when there is work and a
-    model)."""
+@dataclass(frozen=True)
+class HookResult:
+    """What to print, and whether the store was left running in a thread (a hive another
+    process is writing): the caller then exits at once, without closing the hive under it."""
+
+    output: str = ""
+    left_running: bool = False
+
+
+def run_hook(
+    hive: Hive, agent_name: str, payload: Mapping[str, Any], *, spawn: list[str]
+) -> HookResult:
+    """Handle one hook input. ``spawn``: the command that runs the maintenance call in the
+    background (started only when there is work and a model, or a store to finish)."""
     event = payload["hook_event_name"]
     agent = hive.get_agent(agent_name)
     if event == "SessionStart":
         if hive.has_upkeep_model():  # what an earlier session's run could not finish
             start_detached(spawn)
         cwd = payload.get("cwd")
-        return hook_output(event, session_context(agent, cwd if isinstance(cwd, str) else None))
+        context = session_context(agent, cwd if isinstance(cwd, str) else None)
+        return HookResult(hook_output(event, context))
     if event == "UserPromptSubmit":
         prompt = payload.get("prompt")
         context = prompt_context(agent, prompt if isinstance(prompt, str) else "")
-        return hook_output(event, context) if context else ""
+        return HookResult(hook_output(event, context) if context else "")
     if event in ("PreCompact", "SessionEnd"):
         chat = session_chat(payload)
         model = hive.has_upkeep_model()
-        if chat.messages:  # no transcript (yet): nothing to keep, no empty conversation
-            # With a model, the background run folds them, sized for its window: making the
-            # model here (an SDK import) would cost the hook a second.
-            synced = agent.keep_chat(SOURCE, chat, fold=not model)
-            log.info("Stored %d new messages of the session", synced.added)
-        if model:
+        # With a model, the background run folds the turns, sized for its window: making the
+        # model here (an SDK import) would cost the hook a second. No transcript (yet):
+        # nothing to keep, no empty conversation.
+        stored = not chat.messages or _stored_within(agent, chat, not model, STORE_WAIT_S)
+        if model or not stored:  # not stored: the hive is busy, the background run stores them
             start_detached([*spawn, "--payload", json.dumps(dict(payload))])
-        return ""
+        return HookResult(left_running=not stored)
     log.info("Claude Code hook %s is not one hivekeep handles; ignored", event)
-    return ""
+    return HookResult()
+
+
+def _stored_within(agent: Agent, chat: Chat, fold: bool, seconds: float) -> bool:
+    """Store the session's new turns, waiting at most ``seconds`` (the store waits for a hive
+    another process is writing, up to its busy timeout); False: still waiting."""
+    failed: list[HivekeepError] = []
+
+    def store() -> None:
+        try:
+            synced = agent.keep_chat(SOURCE, chat, fold=fold)
+            log.info("Stored %d new messages of the session", synced.added)
+        except HivekeepError as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=store, name="hivekeep-hook-store", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        return False
+    if failed:
+        raise failed[0]
+    return True
 
 
 def start_detached(command: list[str]) -> None:
@@ -271,14 +309,21 @@ def start_detached(command: list[str]) -> None:
 
 
 def catch_up(hive: Hive, agent_name: str, payload: Mapping[str, Any] | None = None) -> None:
-    """The background half: fold the session's new turns (``payload``: its PreCompact or
-    SessionEnd input), then the maintenance call for every waiting batch of the agent."""
+    """The background half: store and fold the session's new turns (``payload``: its
+    PreCompact or SessionEnd input; a busy hive is waited for, up to ``BUSY_TRIES`` busy
+    timeouts), then the maintenance call for every waiting batch of the agent."""
     try:
         agent = hive.get_agent(agent_name)
         if payload is not None:
             chat = session_chat(payload)
-            if chat.messages:
-                agent.keep_chat(SOURCE, chat)
+            for attempt in range(1, BUSY_TRIES + 1):
+                try:
+                    if chat.messages:
+                        agent.keep_chat(SOURCE, chat)
+                    break
+                except HiveBusy:
+                    if attempt == BUSY_TRIES:
+                        raise
         caught = agent.catch_up()
     except HivekeepError as exc:  # AgentBusy: the one running does it; no model: later
         log.warning("Maintenance of %s not run now: %s", agent_name, exc)

@@ -360,3 +360,34 @@ def test_prompt_recall_is_optional_and_adds_the_prompts_memories(
     assert claude_code.uninstall(settings, "someone-else") == 0
     assert claude_code.uninstall(settings, "coder") == 4
     assert json.loads(settings.read_text()) == {}
+
+
+def test_a_hive_another_process_is_writing_does_not_hold_the_hook(
+    hive_db: Path, tmp_path: Path
+) -> None:
+    """The store waits a second, then the background run stores the turns once the write lock
+    is free; the hook itself returns well before SQLite's 10 s busy timeout."""
+    import apsw
+
+    transcript = tmp_path / f"{SESSION}.jsonl"
+    transcript.write_text("\n".join(transcript_lines()) + "\n")
+    writer = apsw.Connection(str(hive_db))
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO meta(key, value) VALUES ('another-writer', 'x')")
+    try:
+        started = time.monotonic()
+        done = hook(hive_db, payload("SessionEnd", transcript, reason="exit"))
+        took = time.monotonic() - started
+        assert done.returncode == 0, done.stderr
+        assert took < 8.0, done.stderr  # not the 10 s a write would wait for the lock
+        time.sleep(1)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    deadline = time.monotonic() + 60
+    while not session_messages(hive_db) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert [m[1] for m in session_messages(hive_db)] == [
+        "I am moving to Lisbon in May.",
+        "Good luck with the move!",
+    ]
