@@ -30,6 +30,7 @@ from hivekeep.errors import (
 if TYPE_CHECKING:
     from hivekeep.agent import Agent
     from hivekeep.config import Settings
+    from hivekeep.core.chats import Chat, ChatMessage
     from hivekeep.core.compaction import CompactionSettings
     from hivekeep.core.messages import Message, ToolCall
     from hivekeep.hive import Hive, Resumed
@@ -44,9 +45,12 @@ if TYPE_CHECKING:
     from hivekeep.services.llms import LLMNotConfigured
     from hivekeep.services.maintenance import MaintenanceOutcome
     from hivekeep.services.recall import RankedPage, RecallHit, RecallResult
+    from hivekeep.services.remember import CaughtUp, Remembered
     from hivekeep.services.review import Review, ReviewIssue
+    from hivekeep.services.threads import Synced
     from hivekeep.services.tokens import Access, CreatedToken, TokenService
     from hivekeep.services.transfer import ExportReport, ImportReport
+    from hivekeep.services.transfer.chat_exports import ChatImport
     from hivekeep.store.base import (
         KEEP,
         AgentFootprint,
@@ -70,6 +74,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "Agent": "hivekeep.agent",
     "Settings": "hivekeep.config",
+    "Chat": "hivekeep.core.chats",
+    "ChatMessage": "hivekeep.core.chats",
     "CompactionSettings": "hivekeep.core.compaction",
     "Message": "hivekeep.core.messages",
     "ToolCall": "hivekeep.core.messages",
@@ -98,6 +104,8 @@ _LAZY = {
     "RankedPage": "hivekeep.services.recall",
     "RecallHit": "hivekeep.services.recall",
     "RecallResult": "hivekeep.services.recall",
+    "CaughtUp": "hivekeep.services.remember",
+    "Remembered": "hivekeep.services.remember",
     "Review": "hivekeep.services.review",
     "ReviewIssue": "hivekeep.services.review",
     "Access": "hivekeep.services.tokens",
@@ -105,6 +113,8 @@ _LAZY = {
     "TokenService": "hivekeep.services.tokens",
     "ExportReport": "hivekeep.services.transfer",
     "ImportReport": "hivekeep.services.transfer",
+    "ChatImport": "hivekeep.services.transfer.chat_exports",
+    "Synced": "hivekeep.services.threads",
     "KEEP": "hivekeep.store.base",
     "AgentFootprint": "hivekeep.store.base",
     "EmbeddingSpace": "hivekeep.store.base",
@@ -141,7 +151,11 @@ __all__ = [
     "BootstrapOutcome",
     "BudgetError",
     "Category",
+    "CaughtUp",
+    "Chat",
     "ChatEvent",
+    "ChatImport",
+    "ChatMessage",
     "ChatReply",
     "CompactionOutcome",
     "CompactionSettings",
@@ -174,6 +188,7 @@ __all__ = [
     "RecallDefaults",
     "RecallHit",
     "RecallResult",
+    "Remembered",
     "Resumed",
     "Review",
     "ReviewIssue",
@@ -182,6 +197,7 @@ __all__ = [
     "Source",
     "StoreError",
     "SummaryRecord",
+    "Synced",
     "TextDelta",
     "TokenRecord",
     "TokenService",

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from hivekeep import tools
 from hivekeep.core import profile as profile_doc
 from hivekeep.core.bounds import bounded, check_id, check_offset, check_version
+from hivekeep.core.chats import Chat, given_message
 from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.messages import Message
 from hivekeep.core.text import parse_created_at, parse_since
@@ -24,6 +26,9 @@ from hivekeep.services.conversation import Context
 from hivekeep.services.history import TrashPage
 from hivekeep.services.llms import Purpose
 from hivekeep.services.recall import SEARCH_WINDOW, RankedPage, RecallResult
+from hivekeep.services.remember import CaughtUp, Remembered
+from hivekeep.services.threads import Synced
+from hivekeep.services.transfer.chat_exports import ChatImport, Progress
 from hivekeep.services.wiring import Services
 from hivekeep.store.base import (
     KEEP,
@@ -550,6 +555,56 @@ class Agent:
         self.conversation(conversation_id)
         self._services.llms.chat_model(self.id, "compaction")
         return self._services.compaction.compact(self.record, conversation_id, force=force)
+
+    # remember now, and chats kept elsewhere ---------------------------------------------------
+    def remember(self, messages: str | Sequence[Message | Mapping[str, Any]]) -> Remembered:
+        """Run the maintenance call now over ``messages`` (a text, or messages: ``Message``
+        objects or OpenAI-style dicts), as compaction would later: new facts are added to the
+        archive through the one write path, known ones left alone, and the profile rewritten.
+        The messages are kept in a new conversation. Needs a model (``LLMNotConfigured``, naming
+        HIVEKEEP_LLM, and nothing stored without one); ``AgentBusy`` while a compaction of this
+        agent runs.
+
+        >>> agent.remember("I moved to Lisbon in May 2024.").added  # doctest: +SKIP
+        """
+        self._services.remember.check_model(self.id)
+        given = [messages] if isinstance(messages, str) else list(messages)
+        stored = [_new_message(given_message(m)) for m in given]
+        stored = [m for m in stored if m.content.strip() or m.tool_calls]
+        title = next((m.content for m in stored if m.role == "user"), "")
+        title = " ".join(title.split())[:60]
+        return self._services.remember.remember(self.record, stored, f"Remember: {title}")
+
+    def import_chats(
+        self,
+        source: str,
+        path: str | Path,
+        *,
+        bootstrap: bool = False,
+        progress: Progress | None = None,
+    ) -> ChatImport:
+        """Import a chat export (``source``: ``chatgpt`` or ``claude``; ``path``: its
+        ``conversations.json``, or ChatGPT's zip) as conversations of this agent, each keeping
+        its title and times; a rerun imports nothing twice. ``bootstrap``: then run the
+        maintenance call over them, oldest first (needs a model; a rerun goes on where it
+        stopped). A bad file raises ``ValidationError`` naming it and where, storing nothing.
+        """
+        return self._services.chat_imports.run(
+            self.record, source, Path(path), bootstrap=bootstrap, progress=progress
+        )
+
+    def keep_chat(self, source: str, chat: Chat, *, fold: bool = True) -> Synced:
+        """Store the messages of ``chat`` (a thread kept elsewhere, e.g. a Claude Code session,
+        known by ``source`` and ``chat.key``) not stored yet, in its conversation; with ``fold``,
+        fold its unfolded messages into batches that wait for the maintenance call
+        (``catch_up``), sized for the maintenance model's window. Needs no model."""
+        return self._services.remember.keep_chat(self.id, source, chat, fold=fold)
+
+    def catch_up(self) -> CaughtUp:
+        """The maintenance call for every batch of this agent still waiting, oldest first, one
+        each; stops at a failure (the rest wait). Needs a model; ``AgentBusy`` while another
+        compaction or catch-up of this agent runs."""
+        return self._services.remember.catch_up(self.record)
 
     # models and upkeep --------------------------------------------------------------------------
     def chat_model(self, what: str = "chatting") -> LLM:

@@ -14,6 +14,7 @@ from hivekeep.core.bounds import MAX_ID, bounded, check_id, check_offset, check_
 from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.names import agent_name, agent_role
 from hivekeep.errors import (
+    AgentNotFound,
     ConflictError,
     EmbedderMismatch,
     HiveBusy,
@@ -29,8 +30,10 @@ from hivekeep.providers.llm.base import LLM
 from hivekeep.services.archive import Backfill, Progress
 from hivekeep.services.compile import BootstrapOutcome
 from hivekeep.services.embedding import EmbeddingService
+from hivekeep.services.llms import NO_LLM, LLMNotConfigured
 from hivekeep.services.maintenance import MaintenanceOutcome
 from hivekeep.services.tokens import TokenService
+from hivekeep.services.transfer.chat_exports import BOOTSTRAP, ChatImport
 from hivekeep.services.wiring import wire
 from hivekeep.store.base import (
     KEEP,
@@ -349,6 +352,30 @@ class Hive:
             if outcome is not None:
                 maintained.append(outcome)
         return Resumed(bootstrap, tuple(maintained))
+
+    def import_chats(
+        self,
+        source: str,
+        path: str | Path,
+        *,
+        agent: str,
+        bootstrap: bool = False,
+        progress: Progress | None = None,
+    ) -> ChatImport:
+        """``Agent.import_chats`` for the agent named ``agent``, created if it does not exist,
+        once the file is checked and (``bootstrap``) a model found: a bad file or a missing
+        model stores nothing, not even the agent (``hivekeep import-chats``)."""
+        importer = self._services.chat_imports
+        total = importer.check(source, Path(path))
+        try:
+            record = self.get_agent(agent).record
+        except AgentNotFound:
+            if bootstrap and not (self.llm_configured or self.settings.extraction_model):
+                raise LLMNotConfigured(NO_LLM.format(what=BOOTSTRAP)) from None
+            record = self.agent(agent).record
+        return importer.run(
+            record, source, Path(path), bootstrap=bootstrap, progress=progress, checked=total
+        )
 
     def set_llm_credentials(
         self, provider: str, *, api_key: str | None = None, base_url: str | None = None

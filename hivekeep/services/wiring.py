@@ -26,6 +26,9 @@ from hivekeep.services.llms import LLMResolver
 from hivekeep.services.maintenance import MaintenanceService
 from hivekeep.services.profile import ProfileService
 from hivekeep.services.recall import RecallService
+from hivekeep.services.remember import RememberService
+from hivekeep.services.threads import ThreadService
+from hivekeep.services.transfer.chat_exports import ChatImporter
 from hivekeep.store.base import Store
 
 
@@ -45,6 +48,8 @@ class Services:
     compaction: CompactionService
     chats: ChatService
     compiler: ProfileCompiler
+    remember: RememberService
+    chat_imports: ChatImporter
 
 
 def wire(
@@ -63,6 +68,9 @@ def wire(
     conversations = ConversationService(store, settings.compaction(), tools)
     maintenance = MaintenanceService(store, archive, profiles)
     compaction = CompactionService(store, events, conversations, profiles, maintenance, llms)
+    remember = RememberService(
+        store, archive, profiles, conversations, maintenance, llms, ThreadService(store)
+    )
     return Services(
         settings=settings,
         store=store,
@@ -78,4 +86,6 @@ def wire(
         compaction=compaction,
         chats=ChatService(store, conversations, profiles, compaction, llms),
         compiler=ProfileCompiler(store, profiles, llms),
+        remember=remember,
+        chat_imports=ChatImporter(remember),
     )

@@ -67,6 +67,7 @@ FUZZED = (
     "GET /api/conversations/{conversation_id}/context",
     "POST /api/conversations/{conversation_id}/compact",
     "POST /api/agents/{agent}/profile/regenerate",
+    "POST /api/agents/{agent}/remember",
     "GET /api/settings",
     "PUT /api/settings/llm-credentials",
     "GET /api/agents/{agent}/settings",

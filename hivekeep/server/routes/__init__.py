@@ -16,6 +16,7 @@ from hivekeep.server.routes import (
     memories,
     models,
     profile,
+    remember,
     tokens,
     tools,
 )
@@ -27,6 +28,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     profile.router,
     history.router,
     tools.router,
+    remember.router,
     tokens.router,
     access_tokens.router,
     conversations.router,
