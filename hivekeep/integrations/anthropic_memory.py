@@ -39,7 +39,7 @@ except ImportError as exc:  # the extra is not installed, or too old
 
 from hivekeep import Agent, HivekeepError, MemoryRecord, Scope
 from hivekeep.core import profile as profile_doc
-from hivekeep.core.text import forges_lines
+from hivekeep.core.text import forges_lines, wording
 from hivekeep.core.tokens import count_tokens
 from hivekeep.integrations._named import FILE_MARK, Naming, own_memories
 
@@ -229,9 +229,9 @@ class HivekeepMemoryTool(BetaAbstractMemoryTool):
         self, name: str, text: str, path: str, like: MemoryRecord | None = None
     ) -> MemoryRecord:
         """Memorize ``text`` as the file ``name`` (with ``like``'s fields, if given). A text the
-        archive already holds, word for word, adds the name to that memory; one it holds in
-        other words, or only as another agent's memory, is refused: no success without a file
-        at ``path`` that reads ``text``."""
+        archive holds after the write (word for word, or the agent's own memory reworded to it)
+        adds the name to that memory; one it holds only as another agent's memory is refused:
+        no success without a file at ``path`` that reads ``text``."""
         written = self.agent.memorize(
             text,
             category=like.category if like else DEFAULT_CATEGORY,
@@ -243,7 +243,7 @@ class HivekeepMemoryTool(BetaAbstractMemoryTool):
         found = written.memory
         if not written.duplicate or name in FILES.names(found):
             return found
-        if found.agent_id == self.agent.id and found.content == text.strip():
+        if found.agent_id == self.agent.id and wording(found.content) == wording(text):
             return FILES.rename(self.agent, found, None, name)
         where = (
             _file(found)

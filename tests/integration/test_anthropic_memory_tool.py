@@ -150,17 +150,17 @@ def test_creating_a_known_text_under_a_new_name_leaves_a_file_there(
     assert {"/memories/archive/tea.md", "/memories/archive/tea2.md"} <= set(listing)
 
 
-def test_creating_a_known_fact_in_other_words_is_refused_with_where_it_is(
+def test_creating_a_known_fact_in_other_words_leaves_the_file_with_that_text(
     tool: HivekeepMemoryTool, agent: Agent
 ) -> None:
+    """Issue 33: the write path rewords the agent's own memory of the same fact, so the create
+    succeeds, its file reads the new text, and the one memory answers to both names."""
     run(tool, "create", path="/memories/archive/tea.md", file_text="Ann drinks green tea")
+    run(tool, "create", path="/memories/archive/tea2.md", file_text="Ann drinks green tea.")
 
-    with pytest.raises(ToolError, match=r"already holds this as /memories/archive/tea.md"):
-        run(tool, "create", path="/memories/archive/tea2.md", file_text="Ann drinks green tea.")
-
-    with pytest.raises(ToolError, match="does not exist"):
-        run(tool, "view", path="/memories/archive/tea2.md")  # no success, and no file
-    assert agent.list_memories().total == 1
+    assert "Ann drinks green tea." in run(tool, "view", path="/memories/archive/tea2.md")
+    [memory] = agent.list_memories().memories
+    assert memory.content == "Ann drinks green tea."
 
 
 def test_a_text_another_agent_shares_is_refused_with_whose_it_is(

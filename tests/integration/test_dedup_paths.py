@@ -34,12 +34,12 @@ def test_memorize_tool_keeps_a_changed_fact_and_points_at_the_old_one(hive: Hive
     assert (
         set(similar) == {"id", "content", "author", "created_at"} and similar["author"] == "alice"
     )
-    again = agent.call_tool(
-        "memorize", {"content": "team standup is at 10am on tuesdays!", "category": "fact"}
-    )
+    restated = "team standup is at 10am on tuesdays!"
+    again = agent.call_tool("memorize", {"content": restated, "category": "fact"})
     assert again["duplicate"] is True and again["id"] == old["id"] and "similar" not in again
+    assert again["reworded"] is True and again["content"] == restated  # never hidden
     hits = agent.call_tool("recall", {"query": "when is the team standup"})["memories"]
-    assert {h["content"] for h in hits[:2]} == {OLD, NEW}
+    assert {h["content"] for h in hits[:2]} == {restated, NEW}
     assert all("created_at" in h and "updated_at" in h for h in hits)
 
 
