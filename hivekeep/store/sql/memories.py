@@ -246,6 +246,7 @@ class MemoryRows(SqlRows):
             write.vector,
             Change(write.by or writer(memory.source), Operation.REWORD),
             updated_at=stated,
+            owner_checked=True,  # the rule chose it among the writer's own memories
         )
 
     def _rewrite(
@@ -259,11 +260,14 @@ class MemoryRows(SqlRows):
         written: Change,
         *,
         updated_at: str | None = None,
+        owner_checked: bool = False,
     ) -> MemoryRecord:
-        """``update_memory`` inside the caller's transaction (``updated_at`` None: now)."""
+        """``update_memory`` inside the caller's transaction (``updated_at`` None: now;
+        ``owner_checked``: the caller read the row as ``owner_id``'s in this transaction)."""
         if s.dialect.FOR_UPDATE:  # the row locked before it is read (SQLite: one writer)
             s.execute(f"SELECT 1 FROM memories WHERE id = ?{s.dialect.FOR_UPDATE}", (memory_id,))
-        owned(s, memory_id, owner_id)
+        if not owner_checked:
+            owned(s, memory_id, owner_id)
         latest = latest_version(s, memory_id)
         fields: dict[str, Any] = {
             name: getattr(value, "value", value)
