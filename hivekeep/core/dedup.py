@@ -17,6 +17,11 @@ Every other difference keeps both memories: a dropped or added word (a hedge, a 
 quantifier), a symbol, a word form, a swap around a possessive or "then". The comparison is
 symmetric and needs no embedder, so a vector's cosine only finds the candidates. Losing a fact is
 far worse than storing a restatement twice; the maintenance call consolidates restatements later.
+
+The rule will still be wrong somewhere, so a "same fact" verdict never hides a write (issue 33):
+``DedupRule.judge`` merges into the writer's own memory by rewording it (the write's text becomes
+current, the old one a version), into another agent's memory only by its exact text, and says
+which (``Merge``).
 """
 
 from __future__ import annotations
