@@ -297,5 +297,8 @@ def test_import_keeps_the_later_dated_statement_live(
     path = tmp_path_factory.mktemp("import") / "hive.jsonl"
     records = [HEADER, {"type": "agent", "name": name, "role": ""}, *lines]
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
-    backend_hive.import_(path)
+    report = backend_hive.import_(path)
     assert_never_hidden(backend_hive.get_agent(name), first, second)
+    exact = wording(first) == wording(second)
+    merged_later = report.memories_duplicate == 1 and not later_line_first and not exact
+    assert report.memories_reworded == int(merged_later)  # the import says so

@@ -72,7 +72,8 @@ class ImportReport:
     profiles_imported: int = 0
     profiles_kept: int = 0  # an existing non-empty profile left as it was
     memories_imported: int = 0
-    memories_duplicate: int = 0
+    memories_duplicate: int = 0  # merged into a memory already there: no new memory
+    memories_reworded: int = 0  # of those, the ones whose text became that memory's content
     vectors: Literal["reused", "re-embedded"] = "reused"
     memories_embedded: int = 0  # imported memories embedded by this hive's model
     memories_pending: int = 0  # imported without a vector (the embedder failed): backfilled later
@@ -364,6 +365,7 @@ class _Run:
         for (_, m), vector, result in zip(batch, vectors, results, strict=True):
             if result.duplicate:
                 self.report.memories_duplicate += 1
+                self.report.memories_reworded += result.reworded
                 continue
             # the file's history as it was, or (none in the file) version 1 written by the import
             memory = result.memory
