@@ -205,6 +205,43 @@ def test_rest_never_hides_the_later_text(
     assert_never_hidden(agent, first, second)
 
 
+# the integrations write through Agent: the invariant reaches them -------------------------------
+@settings(SETTINGS, max_examples=15)
+@given(pair=PAIRS)
+def test_a_langgraph_put_never_hides_the_later_text(
+    backend_hive: Hive, pair: tuple[str, str]
+) -> None:
+    pytest.importorskip("langgraph")
+    from hivekeep.integrations.langgraph import HivekeepStore
+
+    store, namespace = HivekeepStore(backend_hive), (next(_names), "user")
+    first, second = pair
+    store.put(namespace, "first", {"content": first})
+    store.put(namespace, "second", {"content": second})
+    item = store.get(namespace, "second")
+    assert item is not None and wording(item.value["content"]) == wording(second)
+    assert_never_hidden(backend_hive.get_agent(namespace[0]), first, second)
+
+
+@settings(SETTINGS, max_examples=15)
+@given(pair=PAIRS)
+def test_a_memory_tool_create_never_hides_the_later_text(
+    backend_hive: Hive, pair: tuple[str, str]
+) -> None:
+    pytest.importorskip("anthropic.lib.tools", reason="needs anthropic>=0.90")
+    from hivekeep.integrations.anthropic_memory import HivekeepMemoryTool
+
+    agent = backend_hive.agent(next(_names))
+    tool = HivekeepMemoryTool(agent)
+    first, second = pair
+    for name, text in (("first", first), ("second", second)):
+        path = f"/memories/archive/{name}.md"
+        tool.call({"command": "create", "path": path, "file_text": text})
+    viewed = tool.call({"command": "view", "path": "/memories/archive/second.md"})
+    assert isinstance(viewed, str)
+    assert_never_hidden(agent, first, second)
+
+
 # the CLI and MCP: one process per pair list, each pair about its own subject --------------------
 LISTS = st.lists(PAIRS, min_size=6, max_size=6)
 
