@@ -136,9 +136,13 @@ def test_memorize_work_does_not_grow(hive: Hive) -> None:
     conn = hive._services.archive.store._conn  # type: ignore[attr-defined]  # SQLite's
     sent: list[str] = []
 
+    def trace(_cursor: object, sql: str, _bindings: object) -> bool:
+        sent.append(sql)
+        return True
+
     def statements(text: str) -> int:
         sent.clear()
-        conn.exec_trace = lambda _cursor, sql, _bindings: sent.append(sql) or True
+        conn.exec_trace = trace
         try:
             agent.memorize(text, category="fact")
         finally:
