@@ -13,11 +13,15 @@ REST, the CLI, MCP over stdio and import.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import json
 import sys
+import tempfile
 import unicodedata
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,12 +30,14 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
-from hivekeep import Agent, Hive
+from hivekeep import Agent, ConflictError, Hive, Settings
 from hivekeep.cli import cli
 from hivekeep.core.text import wording
+from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.server import create_app
 
 CHANGED = [  # (first, second): another fact, each class the issue names
@@ -339,3 +345,69 @@ def test_import_keeps_the_later_dated_statement_live(
     exact = wording(first) == wording(second)
     merged_later = report.memories_duplicate == 1 and not later_line_first and not exact
     assert report.memories_reworded == int(merged_later)  # the import says so
+
+
+# any sequence of writes by two agents, checked after each (stateful) ------------------------------
+TEXTS = st.sampled_from([t for pair in CHANGED + RESTATED for t in pair]).flatmap(
+    lambda t: edited(t) | st.just(t)
+)
+
+
+class Writes(RuleBasedStateMachine):
+    """Two agents write, update, forget and restore in any order, on SQLite: after each write its
+    text is live for its writer, and a shared memory's history holds only its owner's versions
+    (issue 32, item 6)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = tempfile.TemporaryDirectory()
+        path = Path(self.folder.name) / "hive.db"
+        self.hive = Hive(path, embedder=_embedder(), settings=Settings())
+        self.agents = [self.hive.create_agent("alice"), self.hive.create_agent("bob")]
+
+    @rule(who=st.integers(0, 1), text=TEXTS, shared=st.booleans())
+    def memorize(self, who: int, text: str, shared: bool) -> None:
+        agent = self.agents[who]
+        written = agent.memorize(text, category="fact", scope="shared" if shared else "private")
+        assert wording(written.memory.content) == wording(text)
+        assert wording(text) in {wording(c) for c in _live(agent)}
+
+    @rule(who=st.integers(0, 1), text=TEXTS)
+    def update_one(self, who: int, text: str) -> None:
+        agent = self.agents[who]
+        own = [m for m in agent.list_memories(limit=200).memories if m.agent_id == agent.id]
+        if own:
+            agent.update_memory(own[0].id, content=text)
+
+    @rule(who=st.integers(0, 1))
+    def undo_newest_change(self, who: int) -> None:
+        agent = self.agents[who]
+        own = [m for m in agent.list_memories(limit=200).memories if m.agent_id == agent.id]
+        if own:
+            versions = agent.memory_history(own[-1].id)
+            if len(versions) > 1:
+                # refused when another live memory holds that text: nothing changes then
+                with contextlib.suppress(ConflictError):
+                    agent.restore_memory(own[-1].id, version=versions[1]["version"])
+
+    @invariant()
+    def shared_histories_hold_their_owners_versions(self) -> None:
+        for agent in self.agents:
+            for memory in agent.list_memories(scope="shared", limit=200).memories:
+                if memory.agent_id == agent.id:
+                    history = self.hive._services.store.memory_history(memory.id, agent.id)
+                    writers = {v.agent_id for v in history}
+                    assert writers <= {agent.id, None}, writers
+
+    def teardown(self) -> None:
+        self.hive.close()
+        self.folder.cleanup()
+
+
+@functools.cache
+def _embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+Writes.TestCase.settings = settings(max_examples=10, stateful_step_count=12, deadline=None)
+test_any_sequence_of_writes_keeps_the_invariant = Writes.TestCase
