@@ -227,7 +227,10 @@ class Agent:
         scope: Scope | str = Scope.PRIVATE,
         source_context: str | None = None,
     ) -> Memorized:
-        """Save a memory now; returns the existing one (``duplicate=True``) if already known."""
+        """Save a memory now. Its text is live when this returns (SPEC 4.1): an exact repeat
+        returns the memory that holds it (``duplicate=True``), a restatement of this agent's own
+        memory rewords that memory (``duplicate=True, reworded=True``; undo with
+        ``restore_memory``), anything else is a new memory (``similar``: close ones)."""
         return self.memorize_many(
             [
                 {

@@ -205,8 +205,9 @@ class Settings:
         "MEMORY_DEDUP_THRESHOLD",
         _unit_float,
         DEDUP_THRESHOLD,
-        "Cosine similarity a new memory needs with a visible one, besides saying the same fact "
-        "(same subject, neither text adding anything), to be merged into it as a duplicate.",
+        "Cosine similarity a new memory needs with one of the writer's own, besides saying the "
+        "same fact (same subject, neither text adding anything), to merge into it: the memory "
+        "takes the new wording, the old one kept as a version.",
     )
     recall_limit: int = _setting(
         "MEMORY_MAX_RELEVANT",

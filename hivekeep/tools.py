@@ -220,7 +220,7 @@ def _memorize(agent: ToolAgent, args: MemorizeArgs) -> dict[str, Any]:
         "subject": memory.subject,
         "scope": memory.scope.value,
         "duplicate": written.duplicate,
-        **merged_view(memory, written.merged_version),
+        **merged_view(memory, written.merged_version, reworded=written.reworded),
         **({"similar": [similar_view(m) for m in written.similar]} if written.similar else {}),
     }
 
@@ -300,7 +300,8 @@ TOOLS: tuple[Tool, ...] = (
         f"one-off fact. {ROUTING_RULE} Use scope 'shared' only for what genuinely helps other "
         "agents (user-wide preferences, infrastructure, decisions affecting everyone). A result "
         "with 'similar' lists close memories you already had: if one is now outdated, "
-        "update_memory or forget it.",
+        "update_memory or forget it. 'reworded' means your memory of the same fact now reads "
+        "your words (its old text is kept in its history).",
         MemorizeArgs,
         _memorize,
     ),

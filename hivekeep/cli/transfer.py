@@ -196,8 +196,9 @@ def _imported(report: ImportReport) -> list[str]:
         f"Agents: {r.agents_created} created, {r.agents_merged} merged.",
         f"Profiles: {r.profiles_imported} imported, {r.profiles_kept} kept"
         + (" (use --replace-profiles to overwrite them)." if r.profiles_kept else "."),
-        f"Memories: {r.memories_imported} imported, {r.memories_duplicate} duplicates skipped; "
-        f"{vectors}.",
+        f"Memories: {r.memories_imported} imported, {r.memories_duplicate} duplicates skipped"
+        + (f" ({r.memories_reworded} reworded a memory)" if r.memories_reworded else "")
+        + f"; {vectors}.",
         f"Conversations: {r.conversations_imported} imported, {r.conversations_skipped} already "
         f"there; {r.messages} messages, {r.summaries} summaries.",
     ]

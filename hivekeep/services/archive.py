@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule
+from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Writing
 from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import clean_text, embedding_text, normalise_text
 from hivekeep.errors import ProviderError, ValidationError
@@ -19,6 +19,7 @@ from hivekeep.store.base import (
     BY_AGENT,
     KEEP,
     Change,
+    Inserted,
     MemoryChanges,
     MemoryFilter,
     MemoryRecord,
@@ -29,7 +30,7 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.rows import first_version
-from hivekeep.types import Actor, EmbeddingState
+from hivekeep.types import Actor, EmbeddingState, Scope
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +39,18 @@ Progress = Callable[[int, int], None]  # (done, total)
 
 @dataclass(frozen=True)
 class Memorized:
+    """What became of one write (SPEC 4.1: its text is live in ``memory`` when it returns, but
+    for a dated write older than the memory's text, kept as ``merged_version``)."""
+
     memory: MemoryRecord
-    duplicate: bool  # True: an equivalent memory already existed and is returned instead
+    duplicate: bool  # True: no new memory; the write merged into ``memory``, returned instead
     similar: tuple[MemoryRecord, ...] = ()  # close neighbours of a stored memory (see SPEC 4.1)
-    # a duplicate: the version of ``memory`` that keeps the text this write carried (None: the
-    # text was the memory's current state already); ``restore_memory`` makes it current
+    # a dated duplicate older than the memory's text: the version of ``memory`` that keeps the
+    # text this write carried; ``restore_memory`` makes it current
     merged_version: int | None = None
+    # a duplicate whose text became ``memory``'s content (the same fact, reworded): the
+    # previous text is its version before the newest; undo restores it
+    reworded: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,8 +105,9 @@ class ArchiveService:
             vectors = self.embed(memories, batch_size=batch_size)
         elif len(vectors) != len(memories):
             raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories.")
+        writer = None if by is Actor.AGENT else by  # None: as each memory's source says
         writes = [
-            MemoryWrite(memory, vector, normalise_text(memory.content))
+            MemoryWrite(memory, vector, normalise_text(memory.content), writer)
             for memory, vector in zip(memories, vectors, strict=True)
         ]
         if by is Actor.AGENT:
@@ -112,10 +120,15 @@ class ArchiveService:
                         first = replace(first_version(result.memory), changed_by=by)
                         self.store.put_memory_versions(result.memory.id, [first])
         for result in inserted:
-            MEMORIZED.labels(outcome=_outcome(result.duplicate, result.memory)).inc()
-            if not result.duplicate:
+            MEMORIZED.labels(outcome=_outcome(result)).inc()
+            if result.reworded:
+                self._publish("memory:updated", result.memory)
+            elif not result.duplicate:
                 self._publish("memory:created", result.memory)
-        return [Memorized(r.memory, r.duplicate, r.similar, r.merged_version) for r in inserted]
+        return [
+            Memorized(r.memory, r.duplicate, r.similar, r.merged_version, r.reworded)
+            for r in inserted
+        ]
 
     def embed(self, memories: Sequence[NewMemory], *, batch_size: int = 256) -> list[Vector | None]:
         """The vectors ``memorize_many`` would store, one per memory, in batches: None for the
@@ -161,33 +174,47 @@ class ArchiveService:
         return updated
 
     def known_as(
-        self, viewer_id: int, content: str, subject: str | None, *, excluding: int
+        self,
+        viewer_id: int,
+        content: str,
+        subject: str | None,
+        *,
+        excluding: int,
+        shared: bool = False,
     ) -> MemoryRecord | None:
         """The live memory, visible to ``viewer_id`` and other than ``excluding``, that a write
-        of this text would be deduplicated to (the same rule as ``memorize_many``: the same text,
-        else the rule over the closest vectors); None when there is none. For a restore, which
-        brings back an existing memory rather than inserting one."""
-        exact = self.store.find_same_text(
+        of this text (``shared``: of that scope) would merge into, by the same rule as
+        ``memorize_many`` over the same candidates; None when there is none. For a restore,
+        which brings back an existing memory rather than inserting one."""
+        same = self.store.find_same_text(
             viewer_id, normalise_text(content), subject, excluding=excluding
         )
-        close = [] if exact is None else [(exact, 1.0)]  # the same text is judged too
+        close = [(memory_id, 1.0) for memory_id in same]  # the same text key is judged too
         vector = self.embeddings.try_embed_one(embedding_text(content, subject))
-        if vector is not None:  # else the exact-text check stands alone, as for a pending write
+        if vector is not None:  # else the text-key candidates stand alone, as for a pending write
             close += [
                 (memory_id, similarity)
                 for memory_id, similarity in self.store.vector_search(
                     viewer_id, vector, NEIGHBOURS + 1, MemoryFilter(subject=subject)
                 )
-                if memory_id not in (excluding, exact) and similarity >= self.dedup.floor
+                if memory_id != excluding
+                and memory_id not in same
+                and similarity >= self.dedup.floor
             ]
         rows = self.store.fetch_memories(viewer_id, [memory_id for memory_id, _ in close])
         wanted = subject_key(subject)  # a filter of None keeps every subject: compare here
         candidates = [
-            Candidate(i, rows[i].content, score)
+            Candidate(
+                i,
+                rows[i].content,
+                score,
+                own=rows[i].agent_id == viewer_id,
+                shared=rows[i].scope is Scope.SHARED,
+            )
             for i, score in close
             if i in rows and subject_key(rows[i].subject) == wanted
         ]
-        found = self.dedup.judge(content, candidates).duplicate_of
+        found = self.dedup.judge(Writing(content, shared), candidates).duplicate_of
         return None if found is None else self.store.get_memory(found, viewer_id)
 
     def forget(self, agent_id: int, memory_id: int, *, by: Actor = Actor.AGENT) -> None:
@@ -256,11 +283,14 @@ def _optional(value: str | None, name: str) -> str | None:
     return None if value is None else (_clean_field(value, name) or None)
 
 
-def _outcome(duplicate: bool, memory: MemoryRecord) -> str:
+def _outcome(result: Inserted) -> str:
     """A write's ``hivekeep_memorize`` outcome."""
-    if duplicate:
+    if result.reworded:
+        return "reworded"
+    if result.duplicate:
         return "duplicate"
-    return "pending_embedding" if memory.embedding_state is EmbeddingState.PENDING else "stored"
+    pending = result.memory.embedding_state is EmbeddingState.PENDING
+    return "pending_embedding" if pending else "stored"
 
 
 def _cleaned(memory: NewMemory) -> NewMemory:

@@ -217,7 +217,7 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
             s = _session(conn)
             authors: dict[int, str] = {}
             names = [author_of(w.memory, authors, lambda key: agents.agent(s, key)) for w in writes]
-            return insert_batch(s, writes, names, agents.space(s), dedup, self.history_limit)
+            return insert_batch(s, writes, names, agents.space(s), dedup, self)
 
     def _forget_agent(self, s: Session, agent_id: int) -> None:
         history.forget_agent_history(s.conn, agent_id)

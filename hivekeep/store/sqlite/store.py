@@ -21,7 +21,7 @@ import numpy.typing as npt
 import sqlite_vec
 
 from hivekeep.core.bounds import MAX_COUNT
-from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
+from hivekeep.core.dedup import NEIGHBOURS, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import HiveBusy, StoreError
 from hivekeep.store.base import (
@@ -40,7 +40,15 @@ from hivekeep.store.sql.agents import AgentRows
 from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import VersionRows
-from hivekeep.store.sql.memories import MemoryRows, found_duplicate, same_text, stored, visible
+from hivekeep.store.sql.memories import (
+    MemoryRows,
+    candidate,
+    found_duplicate,
+    same_text,
+    stored,
+    visible,
+    writing,
+)
 from hivekeep.store.sql.tokens import TokenRows
 from hivekeep.store.sqlite import migrations
 from hivekeep.store.sqlite.dialect import BUSY_TIMEOUT_MS, SQLITE, begin_immediate, hive_busy
@@ -187,8 +195,8 @@ class SQLiteStore(
             for index, write in enumerate(writes):
                 memory = write.memory
                 author = author_of(memory, authors, self.get_agent)
-                verdict = self._judge(conn, write, neighbours.of(index), dedup)
-                duplicate = found_duplicate(self._session, memory, verdict, self.history_limit)
+                verdict = self._judge(write, neighbours.of(index), dedup)
+                duplicate = found_duplicate(self._session, write, verdict, self)
                 if duplicate is not None:
                     results.append(duplicate)
                     continue
@@ -203,7 +211,7 @@ class SQLiteStore(
                         author,
                         *described(memory, write.text_key),
                         memory.created_at or now,
-                        memory.updated_at or now,
+                        memory.updated_at or memory.created_at or now,
                     ),
                 )
                 record = self.get_memory(conn.last_insert_rowid(), memory.agent_id)
@@ -214,18 +222,16 @@ class SQLiteStore(
         return results
 
     def _judge(
-        self, conn: Any, write: MemoryWrite, close: list[tuple[int, float]], dedup: DedupRule
+        self, write: MemoryWrite, close: list[tuple[int, float]], dedup: DedupRule
     ) -> Verdict:
-        """The same text among the author's visible memories of its subject when the rule
-        agrees (a key stored by an older hivekeep may join texts the rule keeps apart), else the
-        rule over the closest of them."""
+        """The rule over the author's visible memories of its subject with the same text key
+        (as similar as can be: 1.0) and the closest of them."""
         viewer = write.memory.agent_id
         same = same_text(self._session, write.text_key, viewer, write.memory.subject)
-        exact = [] if same is None else [(same, 1.0)]
-        near = exact + [(i, score) for i, score in close if i != same]
+        near = [(i, 1.0) for i in same] + [(i, score) for i, score in close if i not in same]
         found = self.fetch_memories(viewer, [memory_id for memory_id, _ in near])
-        candidates = [Candidate(i, found[i].content, score) for i, score in near if i in found]
-        return dedup.judge(write.memory.content, candidates)
+        candidates = [candidate(found[i], viewer, score) for i, score in near if i in found]
+        return dedup.judge(writing(write.memory), candidates)
 
     def _forget_agent(self, s: Session, agent_id: int) -> None:
         rows = s.rows(
