@@ -220,8 +220,8 @@ class VectorCache:
     def _load_audience(self, conn: Any, audience: int, dimension: int) -> Matrix:
         """One audience's rows as they are in the file (see the module docstring)."""
         self.audience_loads += 1
-        query, params = (_PRIVATE, (audience,)) if audience else (_SHARED, ())
-        columns = conn.execute(query, params).fetchall()
+        query = _PRIVATE if audience else _SHARED
+        columns = conn.execute(query, (audience,) if audience else ()).fetchall()
         if not columns:
             return Matrix(dimension, capacity=0)
         ids, categories, subjects, created = zip(*columns, strict=True)
