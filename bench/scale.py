@@ -24,7 +24,8 @@ What each figure includes:
 - memorize: one ``agent.memorize`` call (prepared vector; dedup against the archive included).
 - update: one ``agent.update_memory`` call changing the content (prepared vector; the old
   version recorded in the same transaction).
-- open: ``Hive(path)`` on the built file; cache load: the first vector search after it.
+- open: ``Hive(path)`` on the built file; cache load: the first vector search after it (agent0's
+  matrix and the shared one: the cache loads an audience on its first search).
 """
 
 from __future__ import annotations
