@@ -21,6 +21,7 @@ from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.dedup import DEDUP_THRESHOLD
 from hivekeep.errors import ValidationError
 from hivekeep.providers.base import RecallDefaults
+from hivekeep.store.vector_budget import DEFAULT_BUDGET_MB
 
 
 @dataclass(frozen=True)
@@ -307,6 +308,15 @@ class Settings:
         "ones may be lost on a power loss) or `FULL` (survives a power loss too, slower writes). "
         "See [docs/guarantees.md](docs/guarantees.md"
         "#durability-an-acknowledged-write-survives-a-crash).",
+    )
+    vector_cache_mb: int = _setting(
+        "HIVEKEEP_VECTOR_CACHE_MB",
+        _positive_int,
+        DEFAULT_BUDGET_MB,
+        "SQLite: MiB of vectors kept in memory for search, one matrix per agent's private "
+        "memories and one for the shared ones, each loaded on its first search; past this, those "
+        "searched least recently are dropped (a search keeps its own even past it). See "
+        "[docs/storage.md](docs/storage.md#the-vector-cache).",
     )
     allowed_hosts: tuple[str, ...] = _setting(
         "HIVEKEEP_ALLOWED_HOSTS",

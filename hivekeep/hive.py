@@ -119,7 +119,10 @@ class Hive:
             _postgres_store(target, limit)
             if is_postgres_url(target)
             else SQLiteStore(
-                target, synchronous=self.settings.sqlite_synchronous, history_limit=limit
+                target,
+                synchronous=self.settings.sqlite_synchronous,
+                history_limit=limit,
+                vector_cache_mb=self.settings.vector_cache_mb,
             )
         )
         self.path = target

@@ -521,6 +521,21 @@ def test_list_scopes_and_pagination(store: Store, agents: tuple[int, int]) -> No
     assert page[0].created_at >= page[-1].created_at
 
 
+def test_count_memories_stops_at_its_bound(store: Store, agents: tuple[int, int]) -> None:
+    """What the viewer may see, with the filters, counted up to ``at_most`` and no further."""
+    alice, bob = agents
+    for i in range(5):
+        put(store, alice, f"alice note {i}", category=Category.PREFERENCE if i else Category.FACT)
+    put(store, bob, "bob shared note", scope=Scope.SHARED)
+    put(store, bob, "bob private note")
+    assert store.count_memories(alice, NO_FILTER, 100) == 6
+    assert store.count_memories(alice, NO_FILTER, 4) == 4
+    assert store.count_memories(alice, NO_FILTER, 0) == 0
+    assert store.count_memories(bob, NO_FILTER, 100) == 2
+    assert store.count_memories(alice, MemoryFilter(scope=Scope.SHARED), 100) == 1
+    assert store.count_memories(alice, MemoryFilter(category=Category.FACT), 100) == 2
+
+
 def test_mark_retrieved_counts(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "counted")

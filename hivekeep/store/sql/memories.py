@@ -329,6 +329,16 @@ class MemoryRows(SqlRows):
             )
         return [memory_from_row(row) for row in rows], int(total[0]) if total else 0
 
+    def count_memories(self, viewer_id: int, filters: MemoryFilter, at_most: int) -> int:
+        where, params = filter_sql(self._dialect, viewer_id, filters)
+        with self._reading() as s:
+            row = s.one(
+                f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} "
+                f"LIMIT {s.dialect.mark('at_most')}) AS counted",
+                {**params, "at_most": max(at_most, 0)},
+            )
+        return int(row[0]) if row else 0
+
     def text_search(
         self,
         viewer_id: int,

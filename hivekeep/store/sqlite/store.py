@@ -55,6 +55,7 @@ from hivekeep.store.sqlite.dialect import BUSY_TIMEOUT_MS, SQLITE, begin_immedia
 from hivekeep.store.sqlite.history import HistoryRows
 from hivekeep.store.sqlite.leases import RowLeases
 from hivekeep.store.sqlite.vectors import VectorIndex
+from hivekeep.store.vector_budget import DEFAULT_BUDGET_MB
 from hivekeep.store.vector_cache import VectorCache
 from hivekeep.types import EmbeddingState
 
@@ -68,7 +69,8 @@ class SQLiteStore(
 
     ``vector_cache`` (default True) serves vector reads from an in-process copy of the index that
     follows every writer's changes (see ``hivekeep/store/vector_cache.py``); False asks sqlite-vec
-    on every search instead (slower, no memory held).
+    on every search instead (slower, no memory held). ``vector_cache_mb`` bounds it: the matrices
+    of the audiences searched least recently go past that many MiB (``HIVEKEEP_VECTOR_CACHE_MB``).
 
     >>> store = SQLiteStore("memory.db", vector_cache=False)   # doctest: +SKIP
     """
@@ -80,6 +82,7 @@ class SQLiteStore(
         path: str | Path,
         *,
         vector_cache: bool = True,
+        vector_cache_mb: int = DEFAULT_BUDGET_MB,
         synchronous: str = "NORMAL",
         history_limit: int = HISTORY_LIMIT,
     ) -> None:
@@ -106,7 +109,8 @@ class SQLiteStore(
         self._conn.execute("PRAGMA foreign_keys = ON")
         # secure_delete stays off on the write path; a purge turns it on for itself (history.py)
         migrations.migrate(self._conn, now_timestamp())
-        self._index = VectorIndex(self._conn, cached=vector_cache)
+        budget = vector_cache_mb << 20 if vector_cache else None
+        self._index = VectorIndex(self._conn, cache_bytes=budget)
         self._session = Session(self._conn, self._dialect)
 
     def close(self) -> None:
