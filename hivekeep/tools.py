@@ -220,6 +220,7 @@ def _memorize(agent: ToolAgent, args: MemorizeArgs) -> dict[str, Any]:
         "subject": memory.subject,
         "scope": memory.scope.value,
         "duplicate": written.duplicate,
+        **({"redacted": list(written.redacted)} if written.redacted else {}),
         **merged_view(memory, written.merged_version),
         **({"similar": [similar_view(m) for m in written.similar]} if written.similar else {}),
     }

@@ -7,12 +7,14 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from hivekeep.core.credentials import SecretsPolicy
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule
 from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import clean_text, embedding_text, normalise_text
 from hivekeep.errors import ProviderError, ValidationError
 from hivekeep.events import EventBus
 from hivekeep.metrics import MEMORIZED
+from hivekeep.services.credentials import CredentialGuard, automatic
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.services.newer import with_newer
 from hivekeep.store.base import (
@@ -29,7 +31,7 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.rows import first_version
-from hivekeep.types import Actor, EmbeddingState
+from hivekeep.types import Actor, EmbeddingState, Source
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class Memorized:
     # a duplicate: the version of ``memory`` that keeps the text this write carried (None: the
     # text was the memory's current state already); ``restore_memory`` makes it current
     merged_version: int | None = None
+    redacted: tuple[str, ...] = ()  # the kind of each credential this write's text lost
 
 
 @dataclass(frozen=True)
@@ -69,11 +72,13 @@ class ArchiveService:
         embeddings: EmbeddingService,
         dedup_threshold: float,
         events: EventBus,
+        guard: CredentialGuard,
     ) -> None:
         self.store = store
         self.embeddings = embeddings
         self.dedup = DedupRule(threshold=dedup_threshold)
         self.events = events
+        self.guard = guard
 
     def memorize_many(
         self,
@@ -94,10 +99,13 @@ class ArchiveService:
         first version, in the same transaction, so history does not say "create by agent".
         """
         memories = [_cleaned(m) for m in memories]  # control characters: see clean_text
+        if vectors is not None and len(vectors) != len(memories):
+            raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories.")
+        memories, redacted = self._screened(memories)  # before anything is written
         if vectors is None:
             vectors = self.embed(memories, batch_size=batch_size)
-        elif len(vectors) != len(memories):
-            raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories.")
+        elif any(redacted):  # a vector made from the credential's text would keep its trace
+            vectors = [None if r else v for v, r in zip(vectors, redacted, strict=True)]
         writes = [
             MemoryWrite(memory, vector, normalise_text(memory.content))
             for memory, vector in zip(memories, vectors, strict=True)
@@ -115,7 +123,40 @@ class ArchiveService:
             MEMORIZED.labels(outcome=_outcome(result.duplicate, result.memory)).inc()
             if not result.duplicate:
                 self._publish("memory:created", result.memory)
-        return [Memorized(r.memory, r.duplicate, r.similar, r.merged_version) for r in inserted]
+        return [
+            Memorized(r.memory, r.duplicate, r.similar, r.merged_version, kinds)
+            for r, kinds in zip(inserted, redacted, strict=True)
+        ]
+
+    def _screened(
+        self, memories: Sequence[NewMemory]
+    ) -> tuple[list[NewMemory], list[tuple[str, ...]]]:
+        """The memories as each author's credential policy keeps them, and what each lost; one
+        refused memory refuses the whole call, before anything is written."""
+        policies: dict[int, SecretsPolicy] = {}
+        kept: list[NewMemory] = []
+        redacted: list[tuple[str, ...]] = []
+        for memory in memories:
+            if memory.agent_id not in policies:
+                policies[memory.agent_id] = self.guard.policy(memory.agent_id)
+            policy = policies[memory.agent_id]
+            if memory.source is Source.AUTOMATIC:  # nobody to read a refusal: see automatic()
+                policy = automatic(policy)
+            content = self.guard.screen(memory.content, policy, "content")
+            subject = self.guard.screen_optional(memory.subject, policy, "subject")
+            context = self.guard.screen_optional(memory.source_context, policy, "source_context")
+            lost = content.redacted + (subject.redacted if subject else ())
+            lost += context.redacted if context else ()
+            if lost:
+                memory = dataclasses.replace(
+                    memory,
+                    content=content.text,
+                    subject=subject.text if subject else None,
+                    source_context=context.text if context else None,
+                )
+            kept.append(memory)
+            redacted.append(lost)
+        return kept, redacted
 
     def embed(self, memories: Sequence[NewMemory], *, batch_size: int = 256) -> list[Vector | None]:
         """The vectors ``memorize_many`` would store, one per memory, in batches: None for the
@@ -144,7 +185,7 @@ class ArchiveService:
     ) -> MemoryRecord:
         """Owner-only update; re-embeds only when the embedded text changed. The new state is
         the memory's next version, recorded as ``written`` (who, which operation)."""
-        changes = _cleaned_changes(changes)
+        changes = self._screened_changes(agent_id, _cleaned_changes(changes), written)
         current = self.store.get_memory(memory_id, agent_id)
         content = current.content if isinstance(changes.content, _Keep) else changes.content
         subject = current.subject if isinstance(changes.subject, _Keep) else changes.subject
@@ -159,6 +200,27 @@ class ArchiveService:
         )
         self._publish("memory:updated", updated)
         return updated
+
+    def _screened_changes(
+        self, agent_id: int, changes: MemoryChanges, written: Change
+    ) -> MemoryChanges:
+        """An update's texts as the owner's credential policy keeps them."""
+        policy = self.guard.policy(agent_id)
+        if written.by is Actor.MAINTENANCE:
+            policy = automatic(policy)
+
+        def kept(value: str | _Keep | None, name: str) -> str | _Keep | None:
+            return self.guard.screen(value, policy, name).text if isinstance(value, str) else value
+
+        content = changes.content
+        return dataclasses.replace(
+            changes,
+            content=self.guard.screen(content, policy).text
+            if isinstance(content, str)
+            else content,
+            subject=kept(changes.subject, "subject"),
+            source_context=kept(changes.source_context, "source_context"),
+        )
 
     def known_as(
         self, viewer_id: int, content: str, subject: str | None, *, excluding: int

@@ -196,6 +196,7 @@ class AgentSettings:
     compacting_model: str | None = None
     extraction_model: str | None = None
     context_window: int | None = None
+    secrets: str | None = None  # this agent's credential policy (None: the hive's HIVEKEEP_SECRETS)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -204,6 +205,7 @@ class AgentSettings:
             "compacting_model": self.compacting_model,
             "extraction_model": self.extraction_model,
             "context_window": self.context_window,
+            "secrets": self.secrets,
         }
 
     @classmethod
@@ -214,6 +216,7 @@ class AgentSettings:
             compacting_model=data.get("compacting_model"),
             extraction_model=data.get("extraction_model"),
             context_window=data.get("context_window"),
+            secrets=data.get("secrets"),
         )
 
 

@@ -12,7 +12,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -99,6 +99,7 @@ class SettingsPatch(Body):
     extraction_model: str | None = Field(default=None, min_length=3, max_length=200)
     context_window: StrictInt | None = Field(default=None, ge=1, le=MAX_CONTEXT_WINDOW)
     compaction: dict[CompactionName, CompactionNumber] | None = Field(default=None, max_length=20)
+    secrets: Literal["redact", "refuse", "allow"] | None = None  # null: HIVEKEEP_SECRETS
 
 
 MODEL_FIELDS = ("model", "compacting_model", "extraction_model")
@@ -156,6 +157,8 @@ def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
         "extraction_model": stored.extraction_model,
         "context_window_setting": stored.context_window,
         "compaction": stored.compaction,
+        "secrets": stored.secrets,
+        "secrets_in_force": agent.credential_policy(),
         "effective": dataclasses.asdict(agent.compaction_settings()),
         **_model_info(hive, agent),
     }
@@ -311,7 +314,7 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
     if not fields:
         raise ValidationError(
             "Send at least one of 'model', 'compacting_model', 'extraction_model', "
-            "'context_window' and 'compaction' to change."
+            "'context_window', 'compaction' and 'secrets' to change."
         )
     specs = {k: fields[k] for k in MODEL_FIELDS if k in fields}
     for name, spec in specs.items():
@@ -328,6 +331,6 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
         overrides = {
             k: float(v) if isinstance(defaults.get(k), float) else v for k, v in overrides.items()
         }
-    window = {"context_window": fields["context_window"]} if "context_window" in fields else {}
-    agent.configure(compaction=overrides, **specs, **window)
+    kept = {k: fields[k] for k in ("context_window", "secrets") if k in fields}
+    agent.configure(compaction=overrides, **specs, **kept)
     return _agent_settings(hive, agent)
