@@ -222,6 +222,11 @@ class MemoryWritten(BaseModel):
         "(restoring it makes it current); left out when that text was the memory's already.",
     )
     note: str | None = Field(default=None, description="Says where a duplicate's text is kept.")
+    redacted: list[str] = Field(
+        default_factory=list,
+        description="The kind of each credential replaced by a marker (HIVEKEEP_SECRETS=redact); "
+        "left out when none.",
+    )
     similar: list[SimilarMemory] = Field(
         default_factory=list,
         description="Close memories already visible (at most 3, left out when none): one may "

@@ -101,9 +101,7 @@ def test_several_credentials_each_get_their_marker() -> None:
     text = "aws AKIAIOSFODNN7EXAMPLE and gh ghp_abcdefghijklmnopqrstuvwxyz0123456789 done"
     found = find_credentials(text)
     assert [c.kind for c in found] == ["AWS access key", "GitHub token"]
-    assert redact(text) == (
-        f"aws {marker('AWS access key')} and gh {marker('GitHub token')} done"
-    )
+    assert redact(text) == (f"aws {marker('AWS access key')} and gh {marker('GitHub token')} done")
     assert describe(found) == "AWS access key, GitHub token"
 
 

@@ -106,6 +106,7 @@ class Importer:
         """Check the whole file; raises ValidationError listing each problem by line."""
         reader = Reader(Path(path), self.conversations)
         reader.profile_budget = None if allow_over_budget else self.profile_budget
+        reader.screen = self._screen
         errors: list[str] = []
         for _ in reader.items(errors):
             pass
@@ -116,6 +117,16 @@ class Importer:
                 + "\n  ".join(errors)
             )
         return reader
+
+    def _screen(self, agent_name: str, text: str, field: str) -> str:
+        """A text of the file as the credential policy of the agent it goes to keeps it (an
+        agent the file creates: the hive's policy); raises CredentialRefused under refuse."""
+        guard = self.archive.guard
+        try:
+            policy = guard.policy(self.store.get_agent(agent_name).id)
+        except NotFound:
+            policy = guard.default
+        return guard.screen(text, policy, field).text
 
     def run(
         self,
