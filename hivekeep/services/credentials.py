@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hivekeep.core.credentials import SecretsPolicy, describe, find_credentials, redact
-from hivekeep.errors import ValidationError
+from hivekeep.errors import NotFound, ValidationError
 from hivekeep.store.base import Store
 
 
@@ -39,8 +39,11 @@ class CredentialGuard:
         self.default = SecretsPolicy(policy)
 
     def policy(self, agent_id: int) -> SecretsPolicy:
-        """The agent's policy, else the hive's."""
-        own = self.store.get_agent_settings(agent_id).secrets
+        """The agent's policy, else the hive's (a memory of a deleted author has no agent)."""
+        try:
+            own = self.store.get_agent_settings(agent_id).secrets
+        except NotFound:
+            return self.default
         return self.default if own is None else SecretsPolicy(own)
 
     def screen(self, text: str, policy: SecretsPolicy, field: str = "content") -> Screened:

@@ -10,7 +10,8 @@ from hivekeep.core.credentials import describe, find_credentials, marker, redact
 CAUGHT = {
     "AWS access key": "AKIAIOSFODNN7EXAMPLE",
     "GitHub token": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-    "GitHub fine-grained": "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ01",
+    "GitHub fine-grained": "github_pat_11ABCDEFG0abcdefghijkl_"
+    + "mnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ01",
     "GitLab token": "glpat-xxxxxxxxxxxxxxxxxxxx",
     "Slack token": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
     "Slack webhook": "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
@@ -36,7 +37,8 @@ CAUGHT = {
     ),
     "private key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
     "-----END OPENSSH PRIVATE KEY-----",
-    "RSA private key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+    "RSA private key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n"
+    "-----END RSA PRIVATE KEY-----",
     "Visa": "4111 1111 1111 1111",
     "Mastercard": "5500-0000-0000-0004",
     "Amex": "378282246310005",

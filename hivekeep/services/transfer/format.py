@@ -152,6 +152,8 @@ class SettingsInfo(_Line):
     compacting_model: str | None = None
     extraction_model: str | None = None
     context_window: int | None = Field(default=None, ge=1)
+    # read, never applied: a file must not loosen the importing hive's credential policy
+    secrets: Literal["redact", "refuse", "allow"] | None = None
 
 
 class AgentLine(_Line):

@@ -254,6 +254,7 @@ class _Run:
             compacting_model=current.compacting_model or line.settings.compacting_model,
             extraction_model=current.extraction_model or line.settings.extraction_model,
             context_window=current.context_window or line.settings.context_window,
+            secrets=current.secrets,  # never the file's: see SettingsInfo.secrets
         )
         if merged != current:
             try:
