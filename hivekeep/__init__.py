@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from hivekeep.services.compaction import CompactionOutcome
     from hivekeep.services.compile import BootstrapOutcome, CompileOutcome
     from hivekeep.services.conversation import Context
+    from hivekeep.services.credentials import CredentialRefused, CredentialScan, Finding
     from hivekeep.services.history import TrashPage
     from hivekeep.services.llms import LLMNotConfigured
     from hivekeep.services.maintenance import MaintenanceOutcome
@@ -92,6 +93,9 @@ _LAZY = {
     "BootstrapOutcome": "hivekeep.services.compile",
     "CompileOutcome": "hivekeep.services.compile",
     "Context": "hivekeep.services.conversation",
+    "CredentialRefused": "hivekeep.services.credentials",
+    "CredentialScan": "hivekeep.services.credentials",
+    "Finding": "hivekeep.services.credentials",
     "TrashPage": "hivekeep.services.history",
     "LLMNotConfigured": "hivekeep.services.llms",
     "MaintenanceOutcome": "hivekeep.services.maintenance",
@@ -151,10 +155,13 @@ __all__ = [
     "Context",
     "ConversationRecord",
     "CreatedToken",
+    "CredentialRefused",
+    "CredentialScan",
     "Embedder",
     "EmbedderMismatch",
     "EmbeddingSpace",
     "ExportReport",
+    "Finding",
     "Hive",
     "HiveBusy",
     "HivekeepError",

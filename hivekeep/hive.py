@@ -28,6 +28,7 @@ from hivekeep.providers.embeddings.registry import create_embedder
 from hivekeep.providers.llm.base import LLM
 from hivekeep.services.archive import Backfill, Progress
 from hivekeep.services.compile import BootstrapOutcome
+from hivekeep.services.credentials import CredentialScan
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.services.maintenance import MaintenanceOutcome
 from hivekeep.services.tokens import TokenService
@@ -131,6 +132,7 @@ class Hive:
         )
         self.events = self._services.events  # subscribe here: memory:*, profile:*, compacting:*
         self._tokens = TokenService(self.store)
+        self._secrets = CredentialScan(self.store, self._services.archive)
         # PostgreSQL: events reach (and come from) every process on the hive (LISTEN/NOTIFY)
         self._relay: EventRelay | None = None
         if is_postgres_url(target):
@@ -371,6 +373,15 @@ class Hive:
         """The model id a ``provider:model`` spec gives here (with the credentials set in this
         process); ValidationError when it cannot work."""
         return self._services.llms.build(spec).model_id
+
+    @property
+    def secrets(self) -> CredentialScan:
+        """Credentials the hive already holds: ``scan(agents=None, redact=False, purge=False)``
+        (docs/guarantees.md, "Credentials").
+
+        >>> [f.what for f in hive.secrets.scan()]  # doctest: +SKIP
+        """
+        return self._secrets
 
     @property
     def tokens(self) -> TokenService:

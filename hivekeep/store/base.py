@@ -505,6 +505,16 @@ class Store(ConversationStore, TokenStore, Protocol):
         """Every kept version of the profile, newest first (the current one included)."""
         ...
 
+    def drop_memory_versions(self, memory_id: int, versions: Sequence[int]) -> int:
+        """Delete these recorded versions of a memory (a credential scrub: a version keeps the
+        text it had); returns how many were deleted."""
+        ...
+
+    def drop_profile_versions(self, agent_id: int, versions: Sequence[int]) -> int:
+        """Delete these recorded versions of a profile, never its current revision; returns
+        how many were deleted."""
+        ...
+
     def put_profile_history(
         self, profile: ProfileRecord, versions: Sequence[ProfileVersion]
     ) -> ProfileRecord:
