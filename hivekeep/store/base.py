@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from hivekeep.core.dedup import DedupRule
 from hivekeep.store.conversations import ConversationStore
+from hivekeep.store.pending import PendingStore
 from hivekeep.store.tokens import TokenStore
 from hivekeep.types import Actor, Category, EmbeddingState, Operation, Scope, Source
 
@@ -239,7 +240,7 @@ class TrashedMemory:
     deleted_by: Actor
 
 
-class Store(ConversationStore, TokenStore, Protocol):
+class Store(ConversationStore, TokenStore, PendingStore, Protocol):
     """What services may ask of storage. Each method is one transaction, unless called inside
     ``transaction()``, which joins several into one."""
 
