@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         ToolCallRecord,
     )
     from hivekeep.store.leases import AgentBusy
+    from hivekeep.store.pending import PendingWrite
     from hivekeep.store.tokens import TokenRecord
     from hivekeep.tools import tool_schemas
     from hivekeep.types import Actor, Category, Operation, Scope, Source
@@ -97,6 +98,7 @@ _LAZY = {
     "CredentialScan": "hivekeep.services.credentials",
     "Finding": "hivekeep.services.credentials",
     "TrashPage": "hivekeep.services.history",
+    "PendingWrite": "hivekeep.store.pending",
     "LLMNotConfigured": "hivekeep.services.llms",
     "MaintenanceOutcome": "hivekeep.services.maintenance",
     "RankedPage": "hivekeep.services.recall",
@@ -175,6 +177,7 @@ __all__ = [
     "MessageRecord",
     "NotFound",
     "Operation",
+    "PendingWrite",
     "ProfileRecord",
     "ProviderError",
     "RankedPage",

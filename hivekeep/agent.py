@@ -543,6 +543,7 @@ class Agent:
         extraction_model: str | _Keep | None = KEEP,
         context_window: int | _Keep | None = KEEP,
         secrets: str | _Keep | None = KEEP,
+        review: str | _Keep = KEEP,
     ) -> AgentSettings:
         """Set this agent's model specs and/or compaction overrides (``{}`` clears them; None
         returns a model to the hive's). ``compacting_model`` writes the summaries,
@@ -550,7 +551,8 @@ class Agent:
         the window in tokens of its chat model, for a model hivekeep does not know (None: back
         to ``HIVEKEEP_CONTEXT_WINDOW``, else the known window); it sets when compaction starts.
         ``secrets``: what this agent's writes do with a credential, ``"redact"``, ``"refuse"`` or
-        ``"allow"`` (None: the hive's ``HIVEKEEP_SECRETS``).
+        ``"allow"`` (None: the hive's ``HIVEKEEP_SECRETS``). ``review``: which of its own writes
+        wait for a person (``hive.pending()``): ``"off"``, ``"shared"`` or ``"all"``.
 
         >>> agent.configure(compacting_model="ollama:llama3.1")  # doctest: +SKIP
         """
@@ -562,6 +564,7 @@ class Agent:
             extraction_model=extraction_model,
             context_window=context_window,
             secrets=secrets,
+            review=review,
         )
 
     def credential_policy(self) -> str:

@@ -57,6 +57,7 @@ COMMANDS = {
     "purge": ("history:purge", "Erase a memory for good: no restore, no history."),
     "bench": ("bench:bench", "Measure recall, writes and embedding on this hive."),
     "tokens": ("tokens:tokens", "Scoped API tokens: create, list, revoke."),
+    "review": ("review:review", "Writes of agents that wait for a person: approve, reject."),
     "secrets": ("secrets:secrets", "Credentials the hive already holds: scan, redact, purge."),
 }
 

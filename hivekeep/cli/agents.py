@@ -152,6 +152,11 @@ def _short(role: str) -> str:
     type=click.Choice(["redact", "refuse", "allow", "default"]),
     help="What its writes do with a credential ('default': HIVEKEEP_SECRETS).",
 )
+@click.option(
+    "--review",
+    type=click.Choice(["off", "shared", "all"]),
+    help="Which of its own writes wait for a person (`hivekeep review`).",
+)
 @db_option
 @json_option
 def configure(
@@ -163,6 +168,7 @@ def configure(
     numbers: tuple[str, ...],
     reset_compaction: bool,
     secrets: str | None,
+    review: str | None,
     db: str,
     as_json: bool,
 ) -> None:
@@ -191,6 +197,8 @@ def configure(
         specs["context_window"] = _window(context_window)
     if secrets is not None:
         specs["secrets"] = None if secrets == "default" else secrets
+    if review is not None:
+        specs["review"] = review
     compaction = {} if reset_compaction else _numbers(numbers) if numbers else None
     with open_hive(db) as hive:
         agent = hive.get_agent(name)
@@ -201,7 +209,14 @@ def configure(
     if as_json:
         echo_json({**stored.to_json(), "effective": effective})
         return
-    for key in ("model", "compacting_model", "extraction_model", "context_window", "secrets"):
+    for key in (
+        "model",
+        "compacting_model",
+        "extraction_model",
+        "context_window",
+        "secrets",
+        "review",
+    ):
         echo(f"{key}: {getattr(stored, key) or 'hive default'}")
     for key, value in effective.items():
         mark = "" if key not in stored.compaction else "  (this agent's)"

@@ -94,6 +94,7 @@ class ConversationService:
         extraction_model: str | _Keep | None = KEEP,
         context_window: int | _Keep | None = KEEP,
         secrets: str | _Keep | None = KEEP,
+        review: str | _Keep = KEEP,
     ) -> AgentSettings:
         """Change the agent's model spec and/or compaction overrides (validated before saving).
 
@@ -115,6 +116,12 @@ class ConversationService:
                     field="secrets",
                 )
             new = dataclasses.replace(new, secrets=secrets)
+        if not isinstance(review, _Keep):
+            if review not in ("off", "shared", "all"):
+                raise ValidationError(
+                    f"review {review!r} must be one of off, shared, all.", field="review"
+                )
+            new = dataclasses.replace(new, review=None if review == "off" else review)
         specs: dict[str, str | _Keep | None] = {
             "model": model,
             "compacting_model": compacting_model,

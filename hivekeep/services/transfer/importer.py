@@ -255,6 +255,7 @@ class _Run:
             extraction_model=current.extraction_model or line.settings.extraction_model,
             context_window=current.context_window or line.settings.context_window,
             secrets=current.secrets,  # never the file's: see SettingsInfo.secrets
+            review=current.review,
         )
         if merged != current:
             try:
@@ -369,8 +370,8 @@ class _Run:
             else self.fresh.pop(number, None)
             for number, m in batch
         ]
-        results = self.importer.archive.memorize_many(
-            [self._memory(m) for _, m in batch], vectors=vectors
+        results = self.importer.archive.memorize_many(  # an import is a person's: never held
+            [self._memory(m) for _, m in batch], vectors=vectors, by=Actor.IMPORT
         )
         for (_, m), vector, result in zip(batch, vectors, results, strict=True):
             if result.duplicate:
