@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 
 from hivekeep import Agent, Hive, NotFound, Settings, ValidationError
 from hivekeep.cli import cli
 from hivekeep.providers.embeddings.local import LocalEmbedder
+from hivekeep.server import create_app
 from hivekeep.testing import ScriptedLLM
 from hivekeep.types import Actor
 
@@ -159,3 +161,33 @@ def test_review_setting_is_validated(sam: Agent) -> None:
     assert sam.settings().review == "shared"
     sam.configure(review="off")
     assert sam.settings().review is None
+
+
+def test_rest_review_is_the_admins(hive: Hive, sam: Agent) -> None:
+    sam.configure(review="all")
+    one = sam.call_tool("memorize", {"content": "Ann prefers tea", "category": "fact"})
+    two = sam.call_tool("memorize", {"content": POISON, "category": "fact"})
+    scoped = hive.tokens.create("sam-app", ["sam"]).token
+    admin = "a" * 32
+    app = create_app(hive, token=admin)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        as_sam = {"Authorization": f"Bearer {scoped}"}
+        assert client.get("/api/review", headers=as_sam).status_code == 403
+        approve = f"/api/review/{one['pending_id']}/approve"
+        assert client.post(approve, headers=as_sam).status_code == 403
+        as_admin = {"Authorization": f"Bearer {admin}"}
+        listed = client.get("/api/review", headers=as_admin).json()
+        assert [(p["id"], p["agent"]) for p in listed] == [
+            (one["pending_id"], "sam"),
+            (two["pending_id"], "sam"),
+        ]
+        approved = client.post(approve, headers=as_admin, json={"content": "Ann prefers oolong"})
+        assert approved.status_code == 200 and approved.json()["memory"]["content"] == (
+            "Ann prefers oolong"
+        )
+        rejected = client.post(f"/api/review/{two['pending_id']}/reject", headers=as_admin)
+        assert rejected.status_code == 204
+        again = client.post(f"/api/review/{two['pending_id']}/reject", headers=as_admin)
+        assert again.status_code == 404
+        assert client.get("/api/review", headers=as_admin).json() == []
+    assert own_memories(sam) == ["Ann prefers oolong"]

@@ -16,6 +16,7 @@ from hivekeep.server.routes import (
     memories,
     models,
     profile,
+    review,
     tokens,
     tools,
 )
@@ -29,6 +30,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     tools.router,
     tokens.router,
     access_tokens.router,
+    review.router,
     conversations.router,
     models.router,
     events.router,
