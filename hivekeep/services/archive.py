@@ -187,6 +187,9 @@ class ArchiveService:
                 held[i] = self.store.hold_write(
                     memory.agent_id, "memorize", None, _fields(memory), source
                 )
+                self.events.publish(
+                    "review:changed", memory.agent_id, pending_id=held[i].id, action="held"
+                )
         return held
 
     def _screened(
@@ -254,9 +257,11 @@ class ArchiveService:
             mode = self.review_mode(agent_id)
             shared = current.scope is Scope.SHARED or changes.scope == Scope.SHARED
             if mode == "all" or (mode == "shared" and shared):
-                raise HeldForReview(
-                    self.store.hold_write(agent_id, "update", memory_id, _changed(changes), "agent")
+                held = self.store.hold_write(
+                    agent_id, "update", memory_id, _changed(changes), "agent"
                 )
+                self.events.publish("review:changed", agent_id, pending_id=held.id, action="held")
+                raise HeldForReview(held)
         content = current.content if isinstance(changes.content, _Keep) else changes.content
         subject = current.subject if isinstance(changes.subject, _Keep) else changes.subject
         old_text = embedding_text(current.content, current.subject)

@@ -53,12 +53,18 @@ class Inbox:
                     approved=True,
                 )
             self.store.drop_pending(pending_id)
+        self.archive.events.publish(
+            "review:changed", held.agent_id, pending_id=pending_id, action="approved"
+        )
         return outcome
 
     def reject(self, pending_id: int) -> None:
         """Drop a held write: nothing of it is kept."""
-        self.store.get_pending(pending_id)  # NotFound: no such write waits
+        held = self.store.get_pending(pending_id)  # NotFound: no such write waits
         self.store.drop_pending(pending_id)
+        self.archive.events.publish(
+            "review:changed", held.agent_id, pending_id=pending_id, action="rejected"
+        )
 
 
 def _memory(held: PendingWrite, content: str | None) -> NewMemory:
