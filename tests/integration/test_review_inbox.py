@@ -164,7 +164,9 @@ def test_review_setting_is_validated(sam: Agent) -> None:
 
 
 def test_rest_review_is_the_admins(hive: Hive, sam: Agent) -> None:
-    sam.configure(review="all")
+    with TestClient(create_app(hive), base_url="http://127.0.0.1") as client:
+        changed = client.put("/api/agents/sam/settings", json={"review": "all"})
+        assert changed.status_code == 200 and changed.json()["review"] == "all"
     one = sam.call_tool("memorize", {"content": "Ann prefers tea", "category": "fact"})
     two = sam.call_tool("memorize", {"content": POISON, "category": "fact"})
     scoped = hive.tokens.create("sam-app", ["sam"]).token

@@ -100,6 +100,7 @@ class SettingsPatch(Body):
     context_window: StrictInt | None = Field(default=None, ge=1, le=MAX_CONTEXT_WINDOW)
     compaction: dict[CompactionName, CompactionNumber] | None = Field(default=None, max_length=20)
     secrets: Literal["redact", "refuse", "allow"] | None = None  # null: HIVEKEEP_SECRETS
+    review: Literal["off", "shared", "all"] | None = None  # which own writes wait for a person
 
 
 MODEL_FIELDS = ("model", "compacting_model", "extraction_model")
@@ -159,6 +160,7 @@ def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
         "compaction": stored.compaction,
         "secrets": stored.secrets,
         "secrets_in_force": agent.credential_policy(),
+        "review": stored.review or "off",
         "effective": dataclasses.asdict(agent.compaction_settings()),
         **_model_info(hive, agent),
     }
@@ -314,7 +316,7 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
     if not fields:
         raise ValidationError(
             "Send at least one of 'model', 'compacting_model', 'extraction_model', "
-            "'context_window', 'compaction' and 'secrets' to change."
+            "'context_window', 'compaction', 'secrets' and 'review' to change."
         )
     specs = {k: fields[k] for k in MODEL_FIELDS if k in fields}
     for name, spec in specs.items():
@@ -332,5 +334,7 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
             k: float(v) if isinstance(defaults.get(k), float) else v for k, v in overrides.items()
         }
     kept = {k: fields[k] for k in ("context_window", "secrets") if k in fields}
+    if fields.get("review") is not None:
+        kept["review"] = fields["review"]
     agent.configure(compaction=overrides, **specs, **kept)
     return _agent_settings(hive, agent)
