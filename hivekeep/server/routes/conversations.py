@@ -333,7 +333,7 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
         overrides = {
             k: float(v) if isinstance(defaults.get(k), float) else v for k, v in overrides.items()
         }
-    kept = {k: fields[k] for k in ("context_window", "secrets") if k in fields}
+    kept: dict[str, Any] = {k: fields[k] for k in ("context_window", "secrets") if k in fields}
     if fields.get("review") is not None:
         kept["review"] = fields["review"]
     agent.configure(compaction=overrides, **specs, **kept)
