@@ -68,3 +68,17 @@ def test_the_inbox_badge_approve_edited_and_reject(page: Page, served: tuple[Ser
         # another process holds a write: the badge follows without a reload
         sam.call_tool("memorize", {"content": "Ann's cat is Miso", "category": "fact"})
     expect(page.locator("#inbox-count")).to_have_text("1", timeout=15_000)
+
+
+def test_the_settings_tab_sets_review_and_the_credential_policy(
+    page: Page, served: tuple[Server, Path]
+) -> None:
+    _, db = served
+    page.goto(f"{page.url.split('#')[0]}#/agents/1/settings")
+    page.get_by_label("Hold its own writes for review (the Inbox)").select_option("shared")
+    page.get_by_label("Credentials in its writes").select_option("refuse")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.locator(".settings .result")).to_contain_text("Saved")
+    with Hive(db, embedder=LocalEmbedder()) as hive:
+        settings = hive.get_agent("sam").settings()
+        assert (settings.review, settings.secrets) == ("shared", "refuse")
