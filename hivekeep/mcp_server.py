@@ -147,14 +147,22 @@ class TokenGate:
     so a revoked token is refused at once): 401 without a valid token (when the hive needs one),
     403 for a token that does not act as this agent, and 403 for a read-only token's call of a
     tool that changes something (the JSON-RPC body is read to tell, up to ``MAX_BODY`` bytes).
+
+    A request in progress (a session's event stream, ``GET /mcp``, or a long call) is checked
+    again every ``RECHECK_S`` seconds, and ended as soon as its token is revoked or the agent is
+    deleted (``authenticate`` answers otherwise than it did): no session outlives its right.
     """
 
     MAX_BODY = 1024 * 1024
+    RECHECK_S = 1.0
 
     def __init__(self, app: ASGIApp, agent_id: int, authenticate: Authenticate) -> None:
         self.app = app
         self.agent_id = agent_id
         self.authenticate = authenticate
+
+    def recheck(self, bearer: str | None) -> Access | None:
+        return self.authenticate(bearer, record_use=False)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -180,10 +188,44 @@ class TokenGate:
                 )
                 return
             receive = _replay(body, receive)
-        await self.app(scope, receive, send)
+        await self._while_allowed(bearer, access, scope, receive, send)
+
+    async def _while_allowed(
+        self, bearer: str | None, access: Access, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        state = {"started": False, "ended": False}
+
+        async def tracked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                state["ended"] = True
+            await send(message)
+
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                while True:
+                    await anyio.sleep(self.RECHECK_S)
+                    again = await anyio.to_thread.run_sync(self.recheck, bearer)
+                    if again != access:
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(watch)
+            await self.app(scope, receive, tracked)
+            group.cancel_scope.cancel()
+        if not state["started"]:  # ended before answering: the token went meanwhile
+            await _refusal(401, "The token was revoked, or the agent deleted.")(
+                scope, receive, send
+            )
+        elif not state["ended"]:  # end the stream cleanly rather than drop the connection
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-Authenticate = Callable[[str | None], "Access | None"]
+Authenticate = Callable[..., "Access | None"]
+"""Who a bearer token (None: none) acts as, or None: refused; ``record_use=False`` for a
+re-check (``hive.tokens.authenticate`` with the server's admin token bound)."""
 
 
 def _refusal(status: int, message: str) -> JSONResponse:

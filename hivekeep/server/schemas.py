@@ -76,8 +76,10 @@ class TokenCount(BaseModel):
 # scoped API tokens (docs/server.md) -------------------------------------------------------------
 class NewAccessToken(Body):
     label: str = Field(min_length=1, max_length=64, description="A name for the token.")
-    agents: list[Annotated[str, AGENT_NAME]] = Field(
-        default_factory=list, max_length=100, description="Agents it acts as (none: every agent)."
+    agents: list[Annotated[str, AGENT_NAME]] | None = Field(
+        min_length=1,
+        max_length=100,
+        description="Agents it acts as; null: every agent. Required: an empty list is refused.",
     )
     read_only: bool = Field(default=False, description="May read and recall, change nothing.")
 

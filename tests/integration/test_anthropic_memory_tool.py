@@ -351,12 +351,10 @@ def test_a_file_and_a_langgraph_key_on_one_text_keep_each_other(
 ) -> None:
     langgraph = pytest.importorskip("hivekeep.integrations.langgraph")
     store = langgraph.HivekeepStore(hive)
-    store.put(("assistant",), "bike", {"content": "Ann rides a red bike", "source_context": "chat"})
+    store.put(("assistant",), "bike", {"content": "Ann rides a red bike"})
     run(tool, "create", path="/memories/archive/bike.md", file_text="Ann rides a red bike")
-    item = store.get(("assistant",), "bike")  # the key still reaches it, its context intact
-    assert (
-        item.value["content"] == "Ann rides a red bike" and item.value["source_context"] == "chat"
-    )
+    item = store.get(("assistant",), "bike")  # the key still reaches it, its value intact
+    assert item.value == {"content": "Ann rides a red bike"}
 
     store.put(("assistant",), "bike", {"content": "Ann rides a blue bike"})  # the key moves
 

@@ -291,6 +291,6 @@ def test_maintenance_prompt_lists_known_memories_and_the_batch(
     llm.enqueue("Eva called.", maintenance_reply())
     agent.compact(conversation)
     prompt = next(c for c in llm.calls if c.call_site == "maintenance").text
-    assert "[0] (fact, Eva; " in prompt and "Ann's sister is called Eva" in prompt
+    assert "[0] (private; fact, Eva; " in prompt and "Ann's sister is called Eva" in prompt
     assert "[2024-06-02T09:30:00.000000Z] Ann: Eva called me today." in prompt
     assert "Profile budget: 200 tokens" in prompt and "## Pinned" in prompt

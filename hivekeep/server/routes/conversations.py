@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field, StrictInt
 
@@ -23,7 +23,6 @@ from hivekeep import (
     Agent,
     ChatReply,
     CompactionOutcome,
-    ConversationRecord,
     Hive,
     HivekeepError,
     MessageRecord,
@@ -32,7 +31,7 @@ from hivekeep import (
     ValidationError,
 )
 from hivekeep.core.bounds import MAX_ID
-from hivekeep.server.deps import AgentDep, HiveDep
+from hivekeep.server.deps import AgentDep, ConversationDep, HiveDep
 from hivekeep.server.errors import ErrorOut, error_response, library_error
 from hivekeep.server.schemas import Body
 
@@ -40,7 +39,6 @@ log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["conversations"])
 
-ConversationId = Annotated[int, Path(ge=1, le=MAX_ID, description="The conversation's id.")]
 BUSY: dict[int | str, dict[str, Any]] = {
     409: {"model": ErrorOut, "description": "A compaction of this agent is running."}
 }
@@ -107,12 +105,6 @@ MODEL_FIELDS = ("model", "compacting_model", "extraction_model")
 
 
 # helpers ----------------------------------------------------------------------------------------
-def _conversation(hive: Hive, conversation_id: int) -> tuple[Agent, ConversationRecord]:
-    """The conversation and its agent (NotFound, 404, when there is none)."""
-    agent = hive.conversation_agent(conversation_id)
-    return agent, agent.conversation(conversation_id)
-
-
 def message_out(message: MessageRecord) -> dict[str, Any]:
     return dataclasses.asdict(message)
 
@@ -182,13 +174,12 @@ def create_conversation(agent: AgentDep, body: NewConversation) -> ConversationO
 
 @router.get("/conversations/{conversation_id}/messages")
 def list_messages(
-    conversation_id: ConversationId,
-    hive: HiveDep,
+    conversation: ConversationDep,
     after_id: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> dict[str, Any]:
     """Stored messages oldest first, folded ones and compaction records (``record``) included."""
-    agent, _ = _conversation(hive, conversation_id)
+    agent, conversation_id = conversation.agent, conversation.id
     messages = agent.messages(conversation_id, after_id=after_id, limit=limit)
     return {
         "conversation_id": conversation_id,
@@ -198,9 +189,9 @@ def list_messages(
 
 
 @router.get("/conversations/{conversation_id}/context")
-def get_context(conversation_id: ConversationId, hive: HiveDep) -> ContextOut:
+def get_context(conversation: ConversationDep, hive: HiveDep) -> ContextOut:
     """How full the next context is, for a context-usage bar with the compaction marker."""
-    agent, _ = _conversation(hive, conversation_id)
+    agent, conversation_id = conversation.agent, conversation.id
     context = agent.context(conversation_id)
     model = _model_info(hive, agent)
     return ContextOut(
@@ -219,10 +210,10 @@ def get_context(conversation_id: ConversationId, hive: HiveDep) -> ContextOut:
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {}}, "description": "delta/tool/reply."}},
 )
-def chat(conversation_id: ConversationId, body: ChatBody, hive: HiveDep) -> StreamingResponse:
+def chat(conversation: ConversationDep, body: ChatBody, hive: HiveDep) -> StreamingResponse:
     """One turn, streamed: ``delta`` events (text), ``tool`` events, then ``reply`` (the stored
     messages and any compaction) or ``error``. Bad input or no model fails before streaming."""
-    agent, _ = _conversation(hive, conversation_id)
+    agent, conversation_id = conversation.agent, conversation.id
     events = agent.chat_stream(body.message, conversation_id, speaker=body.speaker)
     return StreamingResponse(
         _stream_chat(hive, agent, conversation_id, events),
@@ -272,11 +263,10 @@ def _stream_chat(
 
 
 @router.post("/conversations/{conversation_id}/compact", responses=BUSY)
-def compact(conversation_id: ConversationId, hive: HiveDep) -> dict[str, Any]:
+def compact(conversation: ConversationDep) -> dict[str, Any]:
     """Compact now (forced: folds at least half of the raw history). A failed run is still 200,
     with ``status: "error"`` and the reason, as it is recorded in the conversation."""
-    agent, _ = _conversation(hive, conversation_id)
-    outcome = compaction_out(agent.compact(conversation_id, force=True))
+    outcome = compaction_out(conversation.agent.compact(conversation.id, force=True))
     assert outcome is not None
     return outcome
 

@@ -8,6 +8,7 @@ transactions.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ import sqlite_vec
 from hivekeep.core.bounds import MAX_COUNT
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import StoreError
+from hivekeep.errors import HiveBusy, StoreError
 from hivekeep.store.base import (
     HISTORY_LIMIT,
     PERSON,
@@ -43,7 +44,7 @@ from hivekeep.store.sql.memories import MemoryRows, found_duplicate, same_text, 
 from hivekeep.store.sql.pending import PendingRows
 from hivekeep.store.sql.tokens import TokenRows
 from hivekeep.store.sqlite import migrations
-from hivekeep.store.sqlite.dialect import BUSY_TIMEOUT_MS, SQLITE, begin_immediate
+from hivekeep.store.sqlite.dialect import BUSY_TIMEOUT_MS, SQLITE, begin_immediate, hive_busy
 from hivekeep.store.sqlite.history import HistoryRows
 from hivekeep.store.sqlite.leases import RowLeases
 from hivekeep.store.sqlite.vectors import VectorIndex
@@ -124,14 +125,18 @@ class SQLiteStore(
 
     # plumbing ---------------------------------------------------------------------------------
     @contextmanager
-    def atomic(self) -> Iterator[Any]:
+    def atomic(self, *, wait: bool = True) -> Iterator[Any]:
         """One write transaction (BEGIN IMMEDIATE), or a savepoint when already inside one.
 
         The vector cache hears how it ended: a rollback drops what it applied meanwhile.
+        ``wait=False``: HiveBusy at once when another thread or process holds the write lock,
+        for bookkeeping that a read must never wait on (``_atomic_if_free``).
         """
-        with self._lock:
+        if not self._lock.acquire(blocking=wait):
+            raise hive_busy("Nothing was written.")
+        try:
             if not self._conn.in_transaction:
-                begin_immediate(self._conn)
+                begin_immediate(self._conn, wait=wait)
                 try:
                     yield self._conn
                     self._conn.execute("COMMIT")
@@ -148,6 +153,8 @@ class SQLiteStore(
                 except BaseException:
                     self._index.rolled_back()
                     raise
+        finally:
+            self._lock.release()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -164,6 +171,12 @@ class SQLiteStore(
     def _atomic(self) -> Iterator[Session]:
         """``atomic()`` as the shared SQL (``hivekeep/store/sql``) takes it."""
         with self.atomic():
+            yield self._session
+
+    @contextmanager
+    def _atomic_if_free(self) -> Iterator[Session]:
+        """``_atomic()`` if the write lock is free now, else HiveBusy at once (never waits)."""
+        with self.atomic(wait=False):
             yield self._session
 
     @contextmanager
@@ -257,7 +270,8 @@ class SQLiteStore(
         if not ids:
             return
         now = now_timestamp()
-        with self.atomic() as conn:
+        # a count, not a fact: skipped rather than make a recall wait on another writer
+        with contextlib.suppress(HiveBusy), self.atomic(wait=False) as conn:
             conn.executemany(
                 # saturates at the 32-bit ceiling both engines keep (core/bounds.py)
                 f"UPDATE memories SET retrieval_count = min(retrieval_count + 1, {MAX_COUNT}), "

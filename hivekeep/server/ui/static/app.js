@@ -140,6 +140,7 @@ async function start() {
     await loadAgents();
   } catch { return; } // 401: the token form is shown
   showCount(await pendingCount());
+  document.getElementById("sign-out").hidden = !token.get();
   unsubscribe = subscribe((type, event) => {
     if (type.startsWith("agent:")) return onAgentEvent(type, event); // another tab, CLI or API
     if (type === "hive:changed") loadAgents(); // another process wrote: the open view refreshes too
@@ -153,6 +154,22 @@ async function start() {
   });
   await route();
 }
+
+// Sign out: the token leaves this browser's storage, the live stream closes, the page empties.
+const signOut = document.getElementById("sign-out");
+signOut.addEventListener("click", () => {
+  token.forget();
+  unsubscribe?.();
+  unsubscribe = null;
+  current.dispose?.();
+  current = { agent: null, tab: "chat", dispose: null };
+  document.getElementById("agents").replaceChildren();
+  document.getElementById("main").replaceChildren();
+  history.replaceState(null, "", "/");
+  signOut.hidden = true;
+  showTokenForm();
+  status("Signed out: the token is no longer kept in this browser.");
+});
 
 whenUnauthorized(showTokenForm);
 window.addEventListener("hashchange", route);
