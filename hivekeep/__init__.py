@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from hivekeep.services.compaction import CompactionOutcome
     from hivekeep.services.compile import BootstrapOutcome, CompileOutcome
     from hivekeep.services.conversation import Context
+    from hivekeep.services.credentials import CredentialRefused, CredentialScan, Finding
     from hivekeep.services.history import TrashPage
     from hivekeep.services.llms import LLMNotConfigured
     from hivekeep.services.maintenance import MaintenanceOutcome
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
         ToolCallRecord,
     )
     from hivekeep.store.leases import AgentBusy
+    from hivekeep.store.pending import PendingWrite
     from hivekeep.store.tokens import TokenRecord
     from hivekeep.tools import tool_schemas
     from hivekeep.types import Actor, Category, Operation, Scope, Source
@@ -98,7 +100,11 @@ _LAZY = {
     "BootstrapOutcome": "hivekeep.services.compile",
     "CompileOutcome": "hivekeep.services.compile",
     "Context": "hivekeep.services.conversation",
+    "CredentialRefused": "hivekeep.services.credentials",
+    "CredentialScan": "hivekeep.services.credentials",
+    "Finding": "hivekeep.services.credentials",
     "TrashPage": "hivekeep.services.history",
+    "PendingWrite": "hivekeep.store.pending",
     "LLMNotConfigured": "hivekeep.services.llms",
     "MaintenanceOutcome": "hivekeep.services.maintenance",
     "RankedPage": "hivekeep.services.recall",
@@ -165,10 +171,13 @@ __all__ = [
     "Context",
     "ConversationRecord",
     "CreatedToken",
+    "CredentialRefused",
+    "CredentialScan",
     "Embedder",
     "EmbedderMismatch",
     "EmbeddingSpace",
     "ExportReport",
+    "Finding",
     "Hive",
     "HiveBusy",
     "HivekeepError",
@@ -182,6 +191,7 @@ __all__ = [
     "MessageRecord",
     "NotFound",
     "Operation",
+    "PendingWrite",
     "ProfileRecord",
     "ProviderError",
     "RankedPage",

@@ -651,12 +651,17 @@ class Agent:
         compacting_model: str | _Keep | None = KEEP,
         extraction_model: str | _Keep | None = KEEP,
         context_window: int | _Keep | None = KEEP,
+        secrets: str | _Keep | None = KEEP,
+        review: str | _Keep = KEEP,
     ) -> AgentSettings:
         """Set this agent's model specs and/or compaction overrides (``{}`` clears them; None
         returns a model to the hive's). ``compacting_model`` writes the summaries,
         ``extraction_model`` runs maintenance, bootstrap and regenerate. ``context_window``:
         the window in tokens of its chat model, for a model hivekeep does not know (None: back
         to ``HIVEKEEP_CONTEXT_WINDOW``, else the known window); it sets when compaction starts.
+        ``secrets``: what this agent's writes do with a credential, ``"redact"``, ``"refuse"`` or
+        ``"allow"`` (None: the hive's ``HIVEKEEP_SECRETS``). ``review``: which of its own writes
+        wait for a person (``hive.pending()``): ``"off"``, ``"shared"`` or ``"all"``.
 
         >>> agent.configure(compacting_model="ollama:llama3.1")  # doctest: +SKIP
         """
@@ -667,7 +672,13 @@ class Agent:
             compacting_model=compacting_model,
             extraction_model=extraction_model,
             context_window=context_window,
+            secrets=secrets,
+            review=review,
         )
+
+    def credential_policy(self) -> str:
+        """What this agent's writes do with a credential, in force: its own, else the hive's."""
+        return self._services.archive.guard.policy(self.id).value
 
     def settings(self) -> AgentSettings:
         return self._services.store.get_agent_settings(self.id)

@@ -100,6 +100,13 @@ def _log_format(value: str) -> str:
     return kind
 
 
+def _secrets(value: str) -> str:
+    policy = value.strip().lower()
+    if policy not in ("redact", "refuse", "allow"):
+        raise ValueError("must be redact, refuse or allow")
+    return policy
+
+
 def _synchronous(value: str) -> str:
     mode = value.strip().upper()
     if mode not in ("NORMAL", "FULL"):
@@ -324,6 +331,16 @@ class Settings:
         (),
         "Comma-separated public names (`host` or `host:port`) that `hivekeep serve` answers to "
         "besides 127.0.0.1, localhost, [::1] and `--host`; needs `HIVEKEEP_API_TOKEN`.",
+    )
+    secrets: str = _setting(
+        "HIVEKEEP_SECRETS",
+        _secrets,
+        "redact",
+        "What a write to the archive or a profile does with a credential it carries (API keys "
+        "and tokens in their documented shapes, private keys, card numbers): `redact` (replaced "
+        "by a marker naming its kind, the rest kept, the answer says so), `refuse` (a clear "
+        "error, nothing written) or `allow`. Per agent: `hivekeep agents configure NAME "
+        "--secrets refuse`. See [docs/guarantees.md](docs/guarantees.md#credentials).",
     )
     log_format: str = _setting(
         "HIVEKEEP_LOG_FORMAT",

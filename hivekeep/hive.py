@@ -27,9 +27,11 @@ from hivekeep.errors import (
 from hivekeep.providers.base import Embedder
 from hivekeep.providers.embeddings.registry import create_embedder
 from hivekeep.providers.llm.base import LLM
-from hivekeep.services.archive import Backfill, Progress
+from hivekeep.services.archive import Backfill, Memorized, Progress
 from hivekeep.services.compile import BootstrapOutcome
+from hivekeep.services.credentials import CredentialScan
 from hivekeep.services.embedding import EmbeddingService
+from hivekeep.services.inbox import Inbox
 from hivekeep.services.llms import NO_LLM, LLMNotConfigured
 from hivekeep.services.maintenance import MaintenanceOutcome
 from hivekeep.services.tokens import TokenService
@@ -47,6 +49,7 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.leases import AgentLease
+from hivekeep.store.pending import PendingWrite
 from hivekeep.store.sqlite import SQLiteStore
 from hivekeep.store.sqlite.backup import Progress as BackupProgress
 from hivekeep.store.sqlite.backup import backup as backup_file
@@ -137,6 +140,8 @@ class Hive:
         )
         self.events = self._services.events  # subscribe here: memory:*, profile:*, compacting:*
         self._tokens = TokenService(self.store)
+        self._secrets = CredentialScan(self.store, self._services.archive)
+        self._inbox = Inbox(self.store, self._services.archive)
         # PostgreSQL: events reach (and come from) every process on the hive (LISTEN/NOTIFY)
         self._relay: EventRelay | None = None
         if is_postgres_url(target):
@@ -305,6 +310,23 @@ class Hive:
         if not self._services.history.purge(check_id(memory_id)):
             raise NotFound(f"No memory with id {memory_id}, live or in the trash.")
 
+    # the review inbox ---------------------------------------------------------------------------
+    def pending(self, agent: int | str | None = None) -> list[PendingWrite]:
+        """Writes held for a person's review (``agent.configure(review=...)``), oldest first:
+        every agent's, or one's. Nothing held is recalled, listed or exported as a memory."""
+        agent_id = None if agent is None else self.get_agent(agent).id
+        return self._inbox.pending(agent_id)
+
+    def approve(self, pending_id: int, content: str | None = None) -> Memorized | MemoryRecord:
+        """Write a held write through the write path (dedup, history, the credential check),
+        with ``content`` as its text when given (an edit, recorded as a person's). A held memorize
+        answers its ``Memorized``, a held update the memory as it is now."""
+        return self._inbox.approve(check_id(pending_id), content)
+
+    def reject(self, pending_id: int) -> None:
+        """Drop a held write; nothing of it is kept. NotFound when no such write waits."""
+        self._inbox.reject(check_id(pending_id))
+
     def finish_purges(self) -> list[int]:
         """Finish the clean-up of every purge cut short by a crash or a kill (``hivekeep purge
         --resume``; opening the hive does it too). Returns the ids of the purges this hive has
@@ -401,6 +423,15 @@ class Hive:
         """The model id a ``provider:model`` spec gives here (with the credentials set in this
         process); ValidationError when it cannot work."""
         return self._services.llms.build(spec).model_id
+
+    @property
+    def secrets(self) -> CredentialScan:
+        """Credentials the hive already holds: ``scan(agents=None, redact=False, purge=False)``
+        (docs/guarantees.md, "Credentials").
+
+        >>> [f.what for f in hive.secrets.scan()]  # doctest: +SKIP
+        """
+        return self._secrets
 
     @property
     def tokens(self) -> TokenService:

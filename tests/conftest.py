@@ -52,6 +52,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
         "HIVEKEEP_ALLOWED_HOSTS",
         "HIVEKEEP_SQLITE_SYNCHRONOUS",
         "HIVEKEEP_VECTOR_CACHE_MB",
+        "HIVEKEEP_SECRETS",
     ):
         monkeypatch.delenv(name, raising=False)
 

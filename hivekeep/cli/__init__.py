@@ -61,6 +61,8 @@ COMMANDS = {
     "import-chats": ("remember:import_chats", "Import a ChatGPT or Claude chat export."),
     "hooks": ("hooks:hooks", "Install or remove hivekeep's hooks in Claude Code's settings."),
     "hook": ("hooks:hook", "Run one Claude Code hook (reads its JSON on standard input)."),
+    "review": ("review:review", "Writes of agents that wait for a person: approve, reject."),
+    "secrets": ("secrets:secrets", "Credentials the hive already holds: scan, redact, purge."),
 }
 
 _DB_KEY = "hivekeep.db"

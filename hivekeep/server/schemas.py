@@ -231,6 +231,11 @@ class MemoryWritten(BaseModel):
         "that keeps the text sent (restoring it makes it current); left out otherwise.",
     )
     note: str | None = Field(default=None, description="Says what a merge did with the text.")
+    redacted: list[str] = Field(
+        default_factory=list,
+        description="The kind of each credential replaced by a marker (HIVEKEEP_SECRETS=redact); "
+        "left out when none.",
+    )
     similar: list[SimilarMemory] = Field(
         default_factory=list,
         description="Close memories already visible (at most 3, left out when none): one may "

@@ -50,6 +50,9 @@ HIVE_ROUTES: dict[str, Kind] = {
     "/api/events": Kind.OPEN,  # the stream keeps to the token's agents
     "/api/access-tokens": Kind.ADMIN,
     "/api/access-tokens/{label}": Kind.ADMIN,
+    "/api/review": Kind.ADMIN,  # a person reviews agents' writes: never an agent's token
+    "/api/review/{pending_id}/approve": Kind.ADMIN,
+    "/api/review/{pending_id}/reject": Kind.ADMIN,
     "/metrics": Kind.OPEN,
 }
 # Creating or deleting an agent is not acting as one: a token of one agent may not delete it

@@ -20,6 +20,7 @@ from hivekeep.services.chat import ChatService
 from hivekeep.services.compaction import CompactionService
 from hivekeep.services.compile import ProfileCompiler
 from hivekeep.services.conversation import ConversationService
+from hivekeep.services.credentials import CredentialGuard
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.services.history import HistoryService
 from hivekeep.services.llms import LLMResolver
@@ -62,8 +63,9 @@ def wire(
 ) -> Services:
     """Every service over ``store``; ``tools``: the schemas a chat turn offers the model."""
     events = EventBus()
-    archive = ArchiveService(store, embeddings, settings.dedup_threshold, events)
-    profiles = ProfileService(store, settings.profile_max_tokens, events)
+    guard = CredentialGuard(store, settings.secrets)
+    archive = ArchiveService(store, embeddings, settings.dedup_threshold, events, guard)
+    profiles = ProfileService(store, settings.profile_max_tokens, events, guard)
     llms = LLMResolver(store, settings, llm)
     conversations = ConversationService(store, settings.compaction(), tools)
     maintenance = MaintenanceService(store, archive, profiles)

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from hivekeep.core.dedup import DedupRule
 from hivekeep.store.conversations import ConversationStore
+from hivekeep.store.pending import PendingStore
 from hivekeep.store.tokens import TokenStore
 from hivekeep.types import Actor, Category, EmbeddingState, Operation, Scope, Source
 
@@ -241,7 +242,7 @@ class TrashedMemory:
     deleted_by: Actor
 
 
-class Store(ConversationStore, TokenStore, Protocol):
+class Store(ConversationStore, TokenStore, PendingStore, Protocol):
     """What services may ask of storage. Each method is one transaction, unless called inside
     ``transaction()``, which joins several into one."""
 
@@ -512,6 +513,16 @@ class Store(ConversationStore, TokenStore, Protocol):
 
     def profile_history(self, agent_id: int) -> list[ProfileVersion]:
         """Every kept version of the profile, newest first (the current one included)."""
+        ...
+
+    def drop_memory_versions(self, memory_id: int, versions: Sequence[int]) -> int:
+        """Delete these recorded versions of a memory (a credential scrub: a version keeps the
+        text it had); returns how many were deleted."""
+        ...
+
+    def drop_profile_versions(self, agent_id: int, versions: Sequence[int]) -> int:
+        """Delete these recorded versions of a profile, never its current revision; returns
+        how many were deleted."""
         ...
 
     def put_profile_history(

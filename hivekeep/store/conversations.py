@@ -196,6 +196,8 @@ class AgentSettings:
     compacting_model: str | None = None
     extraction_model: str | None = None
     context_window: int | None = None
+    secrets: str | None = None  # this agent's credential policy (None: the hive's HIVEKEEP_SECRETS)
+    review: str | None = None  # which of its own writes wait for a person: off, shared, all
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -204,6 +206,8 @@ class AgentSettings:
             "compacting_model": self.compacting_model,
             "extraction_model": self.extraction_model,
             "context_window": self.context_window,
+            "secrets": self.secrets,
+            "review": self.review,
         }
 
     @classmethod
@@ -214,6 +218,8 @@ class AgentSettings:
             compacting_model=data.get("compacting_model"),
             extraction_model=data.get("extraction_model"),
             context_window=data.get("context_window"),
+            secrets=data.get("secrets"),
+            review=data.get("review"),
         )
 
 

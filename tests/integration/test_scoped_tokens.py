@@ -229,6 +229,7 @@ def test_a_read_only_token_reads_and_recalls_but_every_change_is_403(
                 conversation_id=alice["conversation"],
                 tool=tool,
                 label="alice-ro",
+                pending_id=1,
             )
             response = call(client, method, path)
             assert response.status_code == 403, (method, path, response.text)

@@ -17,6 +17,7 @@ from hivekeep.server.routes import (
     models,
     profile,
     remember,
+    review,
     tokens,
     tools,
 )
@@ -31,6 +32,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     remember.router,
     tokens.router,
     access_tokens.router,
+    review.router,
     conversations.router,
     models.router,
     events.router,

@@ -12,7 +12,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -97,6 +97,8 @@ class SettingsPatch(Body):
     extraction_model: str | None = Field(default=None, min_length=3, max_length=200)
     context_window: StrictInt | None = Field(default=None, ge=1, le=MAX_CONTEXT_WINDOW)
     compaction: dict[CompactionName, CompactionNumber] | None = Field(default=None, max_length=20)
+    secrets: Literal["redact", "refuse", "allow"] | None = None  # null: HIVEKEEP_SECRETS
+    review: Literal["off", "shared", "all"] | None = None  # which own writes wait for a person
 
 
 MODEL_FIELDS = ("model", "compacting_model", "extraction_model")
@@ -148,6 +150,9 @@ def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
         "extraction_model": stored.extraction_model,
         "context_window_setting": stored.context_window,
         "compaction": stored.compaction,
+        "secrets": stored.secrets,
+        "secrets_in_force": agent.credential_policy(),
+        "review": stored.review or "off",
         "effective": dataclasses.asdict(agent.compaction_settings()),
         **_model_info(hive, agent),
     }
@@ -301,7 +306,7 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
     if not fields:
         raise ValidationError(
             "Send at least one of 'model', 'compacting_model', 'extraction_model', "
-            "'context_window' and 'compaction' to change."
+            "'context_window', 'compaction', 'secrets' and 'review' to change."
         )
     specs = {k: fields[k] for k in MODEL_FIELDS if k in fields}
     for name, spec in specs.items():
@@ -318,6 +323,8 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
         overrides = {
             k: float(v) if isinstance(defaults.get(k), float) else v for k, v in overrides.items()
         }
-    window = {"context_window": fields["context_window"]} if "context_window" in fields else {}
-    agent.configure(compaction=overrides, **specs, **window)
+    kept: dict[str, Any] = {k: fields[k] for k in ("context_window", "secrets") if k in fields}
+    if fields.get("review") is not None:
+        kept["review"] = fields["review"]
+    agent.configure(compaction=overrides, **specs, **kept)
     return _agent_settings(hive, agent)

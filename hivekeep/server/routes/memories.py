@@ -93,6 +93,8 @@ def create_memory(agent: AgentDep, body: NewMemoryBody, response: Response) -> M
     extra = merged_view(written.memory, written.merged_version, reworded=written.reworded)
     if similar:
         extra["similar"] = similar
+    if written.redacted:
+        extra["redacted"] = list(written.redacted)
     return MemoryWritten(
         memory=_out(memory_view(written.memory, agent.id)), duplicate=written.duplicate, **extra
     )

@@ -107,6 +107,7 @@ class Importer:
         """Check the whole file; raises ValidationError listing each problem by line."""
         reader = Reader(Path(path), self.conversations)
         reader.profile_budget = None if allow_over_budget else self.profile_budget
+        reader.screen = self._screen
         errors: list[str] = []
         for _ in reader.items(errors):
             pass
@@ -117,6 +118,16 @@ class Importer:
                 + "\n  ".join(errors)
             )
         return reader
+
+    def _screen(self, agent_name: str, text: str, field: str) -> str:
+        """A text of the file as the credential policy of the agent it goes to keeps it (an
+        agent the file creates: the hive's policy); raises CredentialRefused under refuse."""
+        guard = self.archive.guard
+        try:
+            policy = guard.policy(self.store.get_agent(agent_name).id)
+        except NotFound:
+            policy = guard.default
+        return guard.screen(text, policy, field).text
 
     def run(
         self,
@@ -244,6 +255,8 @@ class _Run:
             compacting_model=current.compacting_model or line.settings.compacting_model,
             extraction_model=current.extraction_model or line.settings.extraction_model,
             context_window=current.context_window or line.settings.context_window,
+            secrets=current.secrets,  # never the file's: see SettingsInfo.secrets
+            review=current.review,
         )
         if merged != current:
             try:
@@ -358,8 +371,8 @@ class _Run:
             else self.fresh.pop(number, None)
             for number, m in batch
         ]
-        results = self.importer.archive.memorize_many(
-            [self._memory(m) for _, m in batch], vectors=vectors
+        results = self.importer.archive.memorize_many(  # an import is a person's: never held
+            [self._memory(m) for _, m in batch], vectors=vectors, approved=True
         )
         merged_into = {r.memory.id for r in results if r.duplicate}
         for (_, m), vector, result in zip(batch, vectors, results, strict=True):

@@ -49,6 +49,7 @@ from hivekeep.store.sql.memories import (
     visible,
     writing,
 )
+from hivekeep.store.sql.pending import PendingRows
 from hivekeep.store.sql.tokens import TokenRows
 from hivekeep.store.sqlite import migrations
 from hivekeep.store.sqlite.dialect import BUSY_TIMEOUT_MS, SQLITE, begin_immediate, hive_busy
@@ -63,7 +64,14 @@ IN_LIST_CHUNK = 500  # ids per IN (...) list; SQLite refuses more than 32,766 va
 
 
 class SQLiteStore(
-    VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, TokenRows, RowLeases
+    VersionRows,
+    AgentRows,
+    MemoryRows,
+    HistoryRows,
+    ConversationRows,
+    TokenRows,
+    PendingRows,
+    RowLeases,
 ):
     """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations).
 
