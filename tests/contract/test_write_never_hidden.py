@@ -36,7 +36,8 @@ from mcp.types import TextContent
 
 from hivekeep import Agent, ConflictError, Hive, Settings
 from hivekeep.cli import cli
-from hivekeep.core.text import wording
+from hivekeep.core.credentials import redact
+from hivekeep.core.text import wording as _wording
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.server import create_app
 
@@ -71,6 +72,12 @@ RESTATED = [  # the same fact in other words
     ("The user's manager is Priya.", "Priya is the user's manager."),
 ]
 EDITS = ".,;:!?-\u2013\u2212_()[]&$€%'\" "
+
+
+def wording(text: str) -> str:
+    """The text as the invariant compares it (SPEC 4.1): NFC and whitespace collapsed, after the
+    default credential redaction (a generated text may happen to hold a card number's shape)."""
+    return _wording(redact(text))
 
 
 @st.composite
