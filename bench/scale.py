@@ -24,7 +24,8 @@ What each figure includes:
 - memorize: one ``agent.memorize`` call (prepared vector; dedup against the archive included).
 - update: one ``agent.update_memory`` call changing the content (prepared vector; the old
   version recorded in the same transaction).
-- open: ``Hive(path)`` on the built file; cache load: the first vector search after it.
+- open: ``Hive(path)`` on the built file; cache load: the first vector search after it (agent0's
+  matrix and the shared one: the cache loads an audience on its first search).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from bench.scale_data import (
     make_corpus,
     plain_sentences,
 )
+from bench.work import per_call
 from hivekeep import Hive, Settings
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.store.base import MemoryFilter
@@ -63,6 +65,7 @@ from hivekeep.store.sqlite import SQLiteStore
 
 CHUNK = 1000  # memories per memorize_many call (one transaction each)
 QUERIES = 200
+WORK_QUERIES = 50  # queries whose work (rows ranked, SQLite steps) is counted
 TOP = 20  # the vector arm's pool for recall's default limit of 10
 PEER_LIMIT = 10_000  # mem0 adds about 300 memories/s: larger sizes would not fit the budget
 NO_FILTER = MemoryFilter()
@@ -141,6 +144,10 @@ def build(path: Path, corpus: Corpus, embedder: PreparedEmbedder, agents: int) -
     return {"per_second": len(corpus.texts) / seconds, "seconds": seconds, "duplicates": duplicates}
 
 
+def _each(call: Callable[[str], object], queries: Sequence[str]) -> Callable[[int], object]:
+    return lambda i: call(queries[i % len(queries)])
+
+
 def measure_hive(
     path: Path, corpus: Corpus, embedder: PreparedEmbedder, agents: int, real: LocalEmbedder
 ) -> dict[str, Any]:
@@ -175,6 +182,15 @@ def measure_hive(
         return np.argpartition(own @ vectors[i % len(vectors)], -TOP)[-TOP:]
 
     numpy_knn = timed(exact, QUERIES)
+    conn = hive.store._conn  # type: ignore[attr-defined]
+    for name, asked, call in (  # per query, the same on a busy machine (bench/work.py)
+        ("recall", queries, agent.recall),
+        ("recall_frequent", frequent, agent.recall),
+        ("text", queries, lambda q: arm(agent.id, q, TOP, NO_FILTER)),
+        ("text_frequent", frequent, lambda q: arm(agent.id, q, TOP, NO_FILTER)),
+    ):
+        work = per_call(conn, _each(call, asked), WORK_QUERIES)
+        result[f"{name}_ranked"], result[f"{name}_steps"] = work.ranked, work.steps
     plain = SQLiteStore(path, vector_cache=False)
     sqlite_vec = timed(lambda i: plain.vector_search(agent.id, vectors[i], TOP, NO_FILTER), 20, 1)
     plain.close()
@@ -275,6 +291,8 @@ def measure_size(
         for leftover in path.parent.glob(path.name + "*"):
             leftover.unlink()
         say(f"  {size:,} memories, {agents} agent(s): done at {time.strftime('%H:%M:%S')}")
+    if "one" in found and "ten" in found:  # an agent's recall should cost what its share costs
+        found["ten_to_one_recall"] = found["ten"]["recall_p50"] / found["one"]["recall_p50"]
     return found
 
 
@@ -392,6 +410,18 @@ TABLES = [
         "10 agents: recall p50|ten|recall_p50  frequent p50|ten|recall_frequent_p50  "
         "p95|ten|recall_frequent_p95  ratio to numpy|ten|recall_frequent_ratio  "
         "text arm|ten|text_p50  frequent|ten|text_frequent_p50",
+    ),
+    (
+        "Work per query, the same on a busy machine (bench/work.py): rows FTS5 ranked, and "
+        "SQLite's steps for hivekeep's own statements (about 8 a row read); ten agents' recall "
+        "p50 over one agent's",
+        "1 agent: text ranked|one|text_ranked  steps|one|text_steps  "
+        "frequent ranked|one|text_frequent_ranked  steps|one|text_frequent_steps  "
+        "recall steps|one|recall_steps  frequent|one|recall_frequent_steps  "
+        "10 agents: text ranked|ten|text_ranked  steps|ten|text_steps  "
+        "frequent ranked|ten|text_frequent_ranked  steps|ten|text_frequent_steps  "
+        "recall steps|ten|recall_steps  frequent|ten|recall_frequent_steps  "
+        "10 / 1 agent recall p50|size|ten_to_one_recall",
     ),
     (
         "Memory (MB): the raw vectors, the benchmark's corpus alone (peak RSS before any hive), "

@@ -2,13 +2,16 @@
 memory against the number of agents touched (issue 27, target 4).
 
     python bench/tenants.py [--agents 10000] [--per-agent 100] [--backends sqlite,postgresql]
+                            [--cache-mb 1024]
 
 The data is bench/scale_data's (synthetic texts, clustered unit vectors handed over by
 ``PreparedEmbedder``); agent ``a`` memorizes rows ``a * per_agent ...`` in one ``memorize_many``
 call (dedup on). Then, in the same process: ``recall`` p50 / p95 as a random agent for each
 query (the query's vector prepared); ``memorize`` p50 / p95 of one new memory for a random
 agent; and the process's resident memory (VmRSS) after recalls by the first 1, 10, 100, ...
-agents, which shows whether what a process keeps per agent (the vector cache) is bounded.
+agents, which shows whether what a process keeps per agent (the vector cache) is bounded, with
+the SQLite vector cache's own count of its bytes beside it (``--cache-mb`` sets its budget,
+``HIVEKEEP_VECTOR_CACHE_MB``; docs/storage.md, "The vector cache").
 PostgreSQL: the tests' private server (``tests/postgres.py``), as bench/scale_postgres.py.
 """
 
@@ -49,14 +52,20 @@ def measure(target: str, corpus: Any, embedder: PreparedEmbedder, args: Any) -> 
             agent = hive.create_agent(f"agent{a}")
             agent.memorize_many(corpus.items(range(a * per, (a + 1) * per)))
         found["build_per_second"] = args.agents * per / (time.perf_counter() - start)
-    with Hive(target, embedder=embedder, settings=Settings()) as hive:
-        found["rss"] = [(0, rss_mb())]
+    settings = Settings(vector_cache_mb=args.cache_mb)
+    with Hive(target, embedder=embedder, settings=settings) as hive:
+        cache = getattr(hive.store, "vector_cache", None)  # SQLite's; PostgreSQL has none
+
+        def held() -> tuple[float, float]:
+            return rss_mb(), float("nan") if cache is None else cache.nbytes / 2**20
+
+        found["rss"] = [(0, *held())]
         touched = 0
         for step in (1, 10, 100, 1_000, 10_000):
             for a in range(touched, min(step, args.agents)):
                 hive.get_agent(f"agent{a}").recall(corpus.queries[a % len(corpus.queries)])
             touched = min(step, args.agents)
-            found["rss"].append((touched, rss_mb()))
+            found["rss"].append((touched, *held()))
             if touched == args.agents:
                 break
         picker = random.Random(1)
@@ -82,6 +91,7 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=10_000)
     parser.add_argument("--per-agent", type=int, default=100)
     parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--cache-mb", type=int, default=Settings().vector_cache_mb)
     args = parser.parse_args()
     corpus = make_corpus(args.agents * args.per_agent + SAMPLES, 50)
     embedder = PreparedEmbedder()
@@ -89,13 +99,14 @@ def main() -> None:
     embedder.add(corpus.queries, corpus.query_vectors)
     say(
         f"{args.agents:,} agents x {args.per_agent} memories "
-        "| backend | build /s | recall p50 / p95 | memorize p50 / p95 | RSS MB by agents touched |"
+        "| backend | build /s | recall p50 / p95 | memorize p50 / p95 "
+        "| RSS MB (vector cache MiB) by agents touched |"
     )
     with tempfile.TemporaryDirectory() as folder:
         for backend in args.backends.split(","):
             with _target(backend, Path(folder)) as target:
                 r = measure(target, corpus, embedder, args)
-            rss = ", ".join(f"{n:,}: {mb:.0f}" for n, mb in r["rss"])
+            rss = ", ".join(f"{n:,}: {mb:.0f} ({cached:.0f})" for n, mb, cached in r["rss"])
             say(
                 f"| {backend} | {r['build_per_second']:,.0f} "
                 f"| {r['recall'][0]:.1f} / {r['recall'][1]:.1f} ms "

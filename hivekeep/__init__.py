@@ -30,6 +30,7 @@ from hivekeep.errors import (
 if TYPE_CHECKING:
     from hivekeep.agent import Agent, Conversations
     from hivekeep.config import Settings
+    from hivekeep.core.chats import Chat, ChatMessage
     from hivekeep.core.compaction import CompactionSettings
     from hivekeep.core.messages import Message, ToolCall
     from hivekeep.hive import Hive, Resumed
@@ -40,13 +41,17 @@ if TYPE_CHECKING:
     from hivekeep.services.compaction import CompactionOutcome
     from hivekeep.services.compile import BootstrapOutcome, CompileOutcome
     from hivekeep.services.conversation import Context
+    from hivekeep.services.credentials import CredentialRefused, CredentialScan, Finding
     from hivekeep.services.history import TrashPage
     from hivekeep.services.llms import LLMNotConfigured
     from hivekeep.services.maintenance import MaintenanceOutcome
     from hivekeep.services.recall import RankedPage, RecallHit, RecallResult
+    from hivekeep.services.remember import CaughtUp, Remembered
     from hivekeep.services.review import Review, ReviewIssue
+    from hivekeep.services.threads import Synced
     from hivekeep.services.tokens import Access, CreatedToken, TokenService
     from hivekeep.services.transfer import ExportReport, ImportReport
+    from hivekeep.services.transfer.chat_exports import ChatImport
     from hivekeep.store.base import (
         KEEP,
         AgentFootprint,
@@ -63,6 +68,7 @@ if TYPE_CHECKING:
         ToolCallRecord,
     )
     from hivekeep.store.leases import AgentBusy
+    from hivekeep.store.pending import PendingWrite
     from hivekeep.store.tokens import TokenRecord
     from hivekeep.tools import tool_schemas
     from hivekeep.types import Actor, Category, Operation, Scope, Source
@@ -71,6 +77,8 @@ _LAZY = {
     "Agent": "hivekeep.agent",
     "Conversations": "hivekeep.agent",
     "Settings": "hivekeep.config",
+    "Chat": "hivekeep.core.chats",
+    "ChatMessage": "hivekeep.core.chats",
     "CompactionSettings": "hivekeep.core.compaction",
     "Message": "hivekeep.core.messages",
     "ToolCall": "hivekeep.core.messages",
@@ -93,12 +101,18 @@ _LAZY = {
     "BootstrapOutcome": "hivekeep.services.compile",
     "CompileOutcome": "hivekeep.services.compile",
     "Context": "hivekeep.services.conversation",
+    "CredentialRefused": "hivekeep.services.credentials",
+    "CredentialScan": "hivekeep.services.credentials",
+    "Finding": "hivekeep.services.credentials",
     "TrashPage": "hivekeep.services.history",
+    "PendingWrite": "hivekeep.store.pending",
     "LLMNotConfigured": "hivekeep.services.llms",
     "MaintenanceOutcome": "hivekeep.services.maintenance",
     "RankedPage": "hivekeep.services.recall",
     "RecallHit": "hivekeep.services.recall",
     "RecallResult": "hivekeep.services.recall",
+    "CaughtUp": "hivekeep.services.remember",
+    "Remembered": "hivekeep.services.remember",
     "Review": "hivekeep.services.review",
     "ReviewIssue": "hivekeep.services.review",
     "Access": "hivekeep.services.tokens",
@@ -106,6 +120,8 @@ _LAZY = {
     "TokenService": "hivekeep.services.tokens",
     "ExportReport": "hivekeep.services.transfer",
     "ImportReport": "hivekeep.services.transfer",
+    "ChatImport": "hivekeep.services.transfer.chat_exports",
+    "Synced": "hivekeep.services.threads",
     "KEEP": "hivekeep.store.base",
     "AgentFootprint": "hivekeep.store.base",
     "EmbeddingSpace": "hivekeep.store.base",
@@ -142,7 +158,11 @@ __all__ = [
     "BootstrapOutcome",
     "BudgetError",
     "Category",
+    "CaughtUp",
+    "Chat",
     "ChatEvent",
+    "ChatImport",
+    "ChatMessage",
     "ChatReply",
     "CompactionOutcome",
     "CompactionSettings",
@@ -153,10 +173,13 @@ __all__ = [
     "ConversationRecord",
     "Conversations",
     "CreatedToken",
+    "CredentialRefused",
+    "CredentialScan",
     "Embedder",
     "EmbedderMismatch",
     "EmbeddingSpace",
     "ExportReport",
+    "Finding",
     "Hive",
     "HiveBusy",
     "HivekeepError",
@@ -170,12 +193,14 @@ __all__ = [
     "MessageRecord",
     "NotFound",
     "Operation",
+    "PendingWrite",
     "ProfileRecord",
     "ProviderError",
     "RankedPage",
     "RecallDefaults",
     "RecallHit",
     "RecallResult",
+    "Remembered",
     "Resumed",
     "Review",
     "ReviewIssue",
@@ -184,6 +209,7 @@ __all__ = [
     "Source",
     "StoreError",
     "SummaryRecord",
+    "Synced",
     "TextDelta",
     "TokenRecord",
     "TokenService",

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from hivekeep import tools
 from hivekeep.core import profile as profile_doc
 from hivekeep.core.bounds import bounded, check_id, check_offset, check_version
+from hivekeep.core.chats import Chat, given_message
 from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.messages import Message
 from hivekeep.core.text import parse_created_at, parse_since
@@ -24,6 +27,9 @@ from hivekeep.services.conversation import Context
 from hivekeep.services.history import TrashPage
 from hivekeep.services.llms import Purpose
 from hivekeep.services.recall import SEARCH_WINDOW, RankedPage, RecallResult
+from hivekeep.services.remember import CaughtUp, Remembered
+from hivekeep.services.threads import Synced
+from hivekeep.services.transfer.chat_exports import ChatImport, Progress
 from hivekeep.services.wiring import Services
 from hivekeep.store.base import (
     KEEP,
@@ -105,9 +111,15 @@ def memory_changes(
     return args.memory_id, changes
 
 
-def _new_message(message: Message | Mapping[str, Any]) -> NewMessage:
+MAX_RECORD_CHARS = 4 * MAX_MESSAGE_CHARS  # an adapter's items: the message's text and their fields
+
+
+def _new_message(
+    message: Message | Mapping[str, Any], record: Mapping[str, Any] | None = None
+) -> NewMessage:
     """A message to store, counted as the context counts it (``Agent.add_messages``): a
-    ``Message``, or an OpenAI-style dict (``{"role": "user", "content": "..."}``)."""
+    ``Message``, or an OpenAI-style dict (``{"role": "user", "content": "..."}``), with the
+    JSON object an adapter keeps beside it (``record``)."""
     if isinstance(message, Mapping):
         data = dict(message)
         try:
@@ -135,7 +147,25 @@ def _new_message(message: Message | Mapping[str, Any]) -> NewMessage:
         tool_call_id=message.tool_call_id,
         tool_name=message.name if message.role == "tool" else None,
         speaker=message.name if message.role == "user" else None,
+        record=_checked_record(record),
     )
+
+
+def _checked_record(record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``record`` if it is a JSON object within its size (an adapter's items), else refused."""
+    if record is None:
+        return None
+    if not isinstance(record, Mapping):
+        raise ValidationError(f"A message's record is a JSON object, got {type(record).__name__}.")
+    try:
+        size = len(json.dumps(record, ensure_ascii=False, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"A message's record must be plain JSON: {exc}.") from exc
+    if size > MAX_RECORD_CHARS:
+        raise ValidationError(
+            f"A message's record is at most {MAX_RECORD_CHARS:,} characters of JSON, got {size:,}."
+        )
+    return record
 
 
 class Conversations:
@@ -261,8 +291,11 @@ class Agent:
         source_context: str | None = None,
         by: Actor = Actor.AGENT,
     ) -> Memorized:
-        """Save a memory now; returns the existing one (``duplicate=True``) if already known.
-        ``by``: who wrote it, as history records it (a person's command line: ``PERSON``)."""
+        """Save a memory now. Its text is live when this returns (SPEC 4.1): an exact repeat
+        returns the memory that holds it (``duplicate=True``), a restatement of this agent's own
+        memory rewords that memory (``duplicate=True, reworded=True``; undo with
+        ``restore_memory``), anything else is a new memory (``similar``: close ones). ``by``:
+        who wrote it, as history records it (a person's command line: ``PERSON``)."""
         return self.memorize_many(
             [
                 {
@@ -547,21 +580,45 @@ class Agent:
         messages: Sequence[Message | Mapping[str, Any]],
         *,
         compact: bool = True,
+        records: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> list[MessageRecord]:
         """Store a turn that ran outside hivekeep's own loop (another framework called the
         model), in order and in one transaction; then, with ``compact``, the after-turn
         compaction check ``chat`` runs. The write path of a framework's session adapter
         (``hivekeep.integrations.openai_agents``). ``compact`` needs the agent's chat model,
         whose window drives the trigger: it is checked first, so without one nothing is written.
+        ``records``: one JSON object (or None) per message, kept with it, which the adapter reads
+        back (the framework's own items, verbatim).
         """
         self.conversation(conversation_id)
-        stored = [_new_message(m) for m in messages]
+        if records is not None and len(records) != len(messages):
+            raise ValidationError(
+                f"add_messages got {len(records)} records for {len(messages)} messages."
+            )
+        stored = [
+            _new_message(m, None if records is None else records[n]) for n, m in enumerate(messages)
+        ]
         if compact:
             self._services.llms.chat_model(self.id, "compacting a conversation")
-        records = self._services.store.add_messages(conversation_id, stored)
+        added = self._services.store.add_messages(conversation_id, stored)
         if compact:
             self._services.compaction.after_turn(self.record, conversation_id)
-        return records
+        return added
+
+    def delete_message(self, conversation_id: int, message_id: int) -> None:
+        """Take back a message not yet folded into a summary (a framework session's pop);
+        ``ConflictError`` for a folded one: what a summary or the archive drew from it stays."""
+        self.conversation(conversation_id)
+        self._services.store.delete_raw_message(conversation_id, message_id)
+
+    def set_message_record(
+        self, conversation_id: int, message_id: int, record: Mapping[str, Any] | None
+    ) -> None:
+        """Replace the JSON object an adapter keeps with a message (``add_messages(records=)``)."""
+        self.conversation(conversation_id)
+        self._services.store.set_message_record(
+            conversation_id, message_id, _checked_record(record)
+        )
 
     def room_warning(self) -> str | None:
         """What is wrong when the chat model's window leaves too little room for a conversation
@@ -582,6 +639,56 @@ class Agent:
         self.conversation(conversation_id)
         self._services.llms.chat_model(self.id, "compaction")
         return self._services.compaction.compact(self.record, conversation_id, force=force)
+
+    # remember now, and chats kept elsewhere ---------------------------------------------------
+    def remember(self, messages: str | Sequence[Message | Mapping[str, Any]]) -> Remembered:
+        """Run the maintenance call now over ``messages`` (a text, or messages: ``Message``
+        objects or OpenAI-style dicts), as compaction would later: new facts are added to the
+        archive through the one write path, known ones left alone, and the profile rewritten.
+        The messages are kept in a new conversation. Needs a model (``LLMNotConfigured``, naming
+        HIVEKEEP_LLM, and nothing stored without one); ``AgentBusy`` while a compaction of this
+        agent runs.
+
+        >>> agent.remember("I moved to Lisbon in May 2024.").added  # doctest: +SKIP
+        """
+        self._services.remember.check_model(self.id)
+        given = [messages] if isinstance(messages, str) else list(messages)
+        stored = [_new_message(given_message(m)) for m in given]
+        stored = [m for m in stored if m.content.strip() or m.tool_calls]
+        title = next((m.content for m in stored if m.role == "user"), "")
+        title = " ".join(title.split())[:60]
+        return self._services.remember.remember(self.record, stored, f"Remember: {title}")
+
+    def import_chats(
+        self,
+        source: str,
+        path: str | Path,
+        *,
+        bootstrap: bool = False,
+        progress: Progress | None = None,
+    ) -> ChatImport:
+        """Import a chat export (``source``: ``chatgpt`` or ``claude``; ``path``: its
+        ``conversations.json``, or ChatGPT's zip) as conversations of this agent, each keeping
+        its title and times; a rerun imports nothing twice. ``bootstrap``: then run the
+        maintenance call over them, oldest first (needs a model; a rerun goes on where it
+        stopped). A bad file raises ``ValidationError`` naming it and where, storing nothing.
+        """
+        return self._services.chat_imports.run(
+            self.record, source, Path(path), bootstrap=bootstrap, progress=progress
+        )
+
+    def keep_chat(self, source: str, chat: Chat, *, fold: bool = True) -> Synced:
+        """Store the messages of ``chat`` (a thread kept elsewhere, e.g. a Claude Code session,
+        known by ``source`` and ``chat.key``) not stored yet, in its conversation; with ``fold``,
+        fold its unfolded messages into batches that wait for the maintenance call
+        (``catch_up``), sized for the maintenance model's window. Needs no model."""
+        return self._services.remember.keep_chat(self.id, source, chat, fold=fold)
+
+    def catch_up(self) -> CaughtUp:
+        """The maintenance call for every batch of this agent still waiting, oldest first, one
+        each; stops at a failure (the rest wait). Needs a model; ``AgentBusy`` while another
+        compaction or catch-up of this agent runs."""
+        return self._services.remember.catch_up(self.record)
 
     # models and upkeep --------------------------------------------------------------------------
     def chat_model(self, what: str = "chatting") -> LLM:
@@ -625,12 +732,17 @@ class Agent:
         compacting_model: str | _Keep | None = KEEP,
         extraction_model: str | _Keep | None = KEEP,
         context_window: int | _Keep | None = KEEP,
+        secrets: str | _Keep | None = KEEP,
+        review: str | _Keep = KEEP,
     ) -> AgentSettings:
         """Set this agent's model specs and/or compaction overrides (``{}`` clears them; None
         returns a model to the hive's). ``compacting_model`` writes the summaries,
         ``extraction_model`` runs maintenance, bootstrap and regenerate. ``context_window``:
         the window in tokens of its chat model, for a model hivekeep does not know (None: back
         to ``HIVEKEEP_CONTEXT_WINDOW``, else the known window); it sets when compaction starts.
+        ``secrets``: what this agent's writes do with a credential, ``"redact"``, ``"refuse"`` or
+        ``"allow"`` (None: the hive's ``HIVEKEEP_SECRETS``). ``review``: which of its own writes
+        wait for a person (``hive.pending()``): ``"off"``, ``"shared"`` or ``"all"``.
 
         >>> agent.configure(compacting_model="ollama:llama3.1")  # doctest: +SKIP
         """
@@ -641,7 +753,13 @@ class Agent:
             compacting_model=compacting_model,
             extraction_model=extraction_model,
             context_window=context_window,
+            secrets=secrets,
+            review=review,
         )
+
+    def credential_policy(self) -> str:
+        """What this agent's writes do with a credential, in force: its own, else the hive's."""
+        return self._services.archive.guard.policy(self.id).value
 
     def settings(self) -> AgentSettings:
         return self._services.store.get_agent_settings(self.id)

@@ -22,6 +22,7 @@ from hivekeep.core.dedup import DEDUP_THRESHOLD
 from hivekeep.errors import ValidationError
 from hivekeep.providers.base import RecallDefaults
 from hivekeep.providers.llm.context_windows import check_context_window
+from hivekeep.store.vector_budget import DEFAULT_BUDGET_MB
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,13 @@ def _log_format(value: str) -> str:
     if kind not in ("text", "json"):
         raise ValueError("must be text or json")
     return kind
+
+
+def _secrets(value: str) -> str:
+    policy = value.strip().lower()
+    if policy not in ("redact", "refuse", "allow"):
+        raise ValueError("must be redact, refuse or allow")
+    return policy
 
 
 def _synchronous(value: str) -> str:
@@ -213,8 +221,9 @@ class Settings:
         "MEMORY_DEDUP_THRESHOLD",
         _unit_float,
         DEDUP_THRESHOLD,
-        "Cosine similarity a new memory needs with a visible one, besides saying the same fact "
-        "(same subject, neither text adding anything), to be merged into it as a duplicate.",
+        "Cosine similarity a new memory needs with one of the writer's own, besides saying the "
+        "same fact (same subject, neither text adding anything), to merge into it: the memory "
+        "takes the new wording, the old one kept as a version.",
     )
     recall_limit: int = _setting(
         "MEMORY_MAX_RELEVANT",
@@ -315,12 +324,31 @@ class Settings:
         "See [docs/guarantees.md](docs/guarantees.md"
         "#durability-an-acknowledged-write-survives-a-crash).",
     )
+    vector_cache_mb: int = _setting(
+        "HIVEKEEP_VECTOR_CACHE_MB",
+        _positive_int,
+        DEFAULT_BUDGET_MB,
+        "SQLite: MiB of vectors kept in memory for search, one matrix per agent's private "
+        "memories and one for the shared ones, each loaded on its first search; past this, those "
+        "searched least recently are dropped (a search keeps its own even past it). See "
+        "[docs/storage.md](docs/storage.md#the-vector-cache).",
+    )
     allowed_hosts: tuple[str, ...] = _setting(
         "HIVEKEEP_ALLOWED_HOSTS",
         _host_list,
         (),
         "Comma-separated public names (`host` or `host:port`) that `hivekeep serve` answers to "
         "besides 127.0.0.1, localhost, [::1] and `--host`; needs `HIVEKEEP_API_TOKEN`.",
+    )
+    secrets: str = _setting(
+        "HIVEKEEP_SECRETS",
+        _secrets,
+        "redact",
+        "What a write to the archive or a profile does with a credential it carries (API keys "
+        "and tokens in their documented shapes, private keys, card numbers): `redact` (replaced "
+        "by a marker naming its kind, the rest kept, the answer says so), `refuse` (a clear "
+        "error, nothing written) or `allow`. Per agent: `hivekeep agents configure NAME "
+        "--secrets refuse`. See [docs/guarantees.md](docs/guarantees.md#credentials).",
     )
     log_format: str = _setting(
         "HIVEKEEP_LOG_FORMAT",

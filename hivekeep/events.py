@@ -37,6 +37,7 @@ EVENT_TYPES = frozenset(
         "chat:delta",  # a streamed piece of a reply (the server publishes it)
         "chat:done",
         "hive:changed",  # another process wrote to the hive (a server watching it says so)
+        "review:changed",  # a write held for review, approved or rejected (the UI's Inbox)
     }
 )
 REPLAY = 1000

@@ -14,6 +14,7 @@ from hivekeep.core.bounds import MAX_ID, bounded, check_id, check_offset, check_
 from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.names import agent_name, agent_role
 from hivekeep.errors import (
+    AgentNotFound,
     ConflictError,
     EmbedderMismatch,
     HiveBusy,
@@ -27,11 +28,15 @@ from hivekeep.errors import (
 from hivekeep.providers.base import Embedder
 from hivekeep.providers.embeddings.registry import create_embedder
 from hivekeep.providers.llm.base import LLM
-from hivekeep.services.archive import Backfill, Progress
+from hivekeep.services.archive import Backfill, Memorized, Progress
 from hivekeep.services.compile import BootstrapOutcome
+from hivekeep.services.credentials import CredentialScan
 from hivekeep.services.embedding import EmbeddingService
+from hivekeep.services.inbox import Inbox
+from hivekeep.services.llms import NO_LLM, LLMNotConfigured
 from hivekeep.services.maintenance import MaintenanceOutcome
 from hivekeep.services.tokens import TokenService
+from hivekeep.services.transfer.chat_exports import BOOTSTRAP, ChatImport
 from hivekeep.services.wiring import wire
 from hivekeep.store.base import (
     KEEP,
@@ -45,6 +50,7 @@ from hivekeep.store.base import (
     _Keep,
 )
 from hivekeep.store.leases import AgentLease
+from hivekeep.store.pending import PendingWrite
 from hivekeep.store.sqlite import SQLiteStore
 from hivekeep.store.sqlite.backup import Progress as BackupProgress
 from hivekeep.store.sqlite.backup import backup as backup_file
@@ -117,7 +123,10 @@ class Hive:
             _postgres_store(target, limit)
             if is_postgres_url(target)
             else SQLiteStore(
-                target, synchronous=self.settings.sqlite_synchronous, history_limit=limit
+                target,
+                synchronous=self.settings.sqlite_synchronous,
+                history_limit=limit,
+                vector_cache_mb=self.settings.vector_cache_mb,
             )
         )
         self.path = target
@@ -132,6 +141,8 @@ class Hive:
         )
         self.events = self._services.events  # subscribe here: memory:*, profile:*, compacting:*
         self._tokens = TokenService(self.store)
+        self._secrets = CredentialScan(self.store, self._services.archive)
+        self._inbox = Inbox(self.store, self._services.archive)
         # PostgreSQL: events reach (and come from) every process on the hive (LISTEN/NOTIFY)
         self._relay: EventRelay | None = None
         if is_postgres_url(target):
@@ -308,6 +319,23 @@ class Hive:
         if not self._services.history.purge(check_id(memory_id)):
             raise NotFound(f"No memory with id {memory_id}, live or in the trash.")
 
+    # the review inbox ---------------------------------------------------------------------------
+    def pending(self, agent: int | str | None = None) -> list[PendingWrite]:
+        """Writes held for a person's review (``agent.configure(review=...)``), oldest first:
+        every agent's, or one's. Nothing held is recalled, listed or exported as a memory."""
+        agent_id = None if agent is None else self.get_agent(agent).id
+        return self._inbox.pending(agent_id)
+
+    def approve(self, pending_id: int, content: str | None = None) -> Memorized | MemoryRecord:
+        """Write a held write through the write path (dedup, history, the credential check),
+        with ``content`` as its text when given (an edit, recorded as a person's). A held memorize
+        answers its ``Memorized``, a held update the memory as it is now."""
+        return self._inbox.approve(check_id(pending_id), content)
+
+    def reject(self, pending_id: int) -> None:
+        """Drop a held write; nothing of it is kept. NotFound when no such write waits."""
+        self._inbox.reject(check_id(pending_id))
+
     def finish_purges(self) -> list[int]:
         """Finish the clean-up of every purge cut short by a crash or a kill (``hivekeep purge
         --resume``; opening the hive does it too). Returns the ids of the purges this hive has
@@ -359,6 +387,30 @@ class Hive:
                 maintained.append(outcome)
         return Resumed(bootstrap, tuple(maintained))
 
+    def import_chats(
+        self,
+        source: str,
+        path: str | Path,
+        *,
+        agent: str,
+        bootstrap: bool = False,
+        progress: Progress | None = None,
+    ) -> ChatImport:
+        """``Agent.import_chats`` for the agent named ``agent``, created if it does not exist,
+        once the file is checked and (``bootstrap``) a model found: a bad file or a missing
+        model stores nothing, not even the agent (``hivekeep import-chats``)."""
+        importer = self._services.chat_imports
+        total = importer.check(source, Path(path))
+        try:
+            record = self.get_agent(agent).record
+        except AgentNotFound:
+            if bootstrap and not (self.llm_configured or self.settings.extraction_model):
+                raise LLMNotConfigured(NO_LLM.format(what=BOOTSTRAP)) from None
+            record = self.agent(agent).record
+        return importer.run(
+            record, source, Path(path), bootstrap=bootstrap, progress=progress, checked=total
+        )
+
     def set_llm_credentials(
         self, provider: str, *, api_key: str | None = None, base_url: str | None = None
     ) -> None:
@@ -380,6 +432,15 @@ class Hive:
         """The model id a ``provider:model`` spec gives here (with the credentials set in this
         process); ValidationError when it cannot work."""
         return self._services.llms.build(spec).model_id
+
+    @property
+    def secrets(self) -> CredentialScan:
+        """Credentials the hive already holds: ``scan(agents=None, redact=False, purge=False)``
+        (docs/guarantees.md, "Credentials").
+
+        >>> [f.what for f in hive.secrets.scan()]  # doctest: +SKIP
+        """
+        return self._secrets
 
     @property
     def tokens(self) -> TokenService:

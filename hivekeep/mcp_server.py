@@ -29,6 +29,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from hivekeep.errors import HivekeepError
 from hivekeep.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, tool_schemas
 
 if TYPE_CHECKING:
@@ -57,9 +58,52 @@ def _version() -> str:
         return "0"
 
 
+REMEMBER_TOOL = "remember"
+REMEMBER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string", "description": "What to remember, as one user message."},
+        "messages": {
+            "type": "array",
+            "description": "Messages in OpenAI's form: {role, content}, oldest first.",
+            "items": {"type": "object"},
+        },
+    },
+}
+REMEMBER_DESCRIPTION = (
+    "Extract memories now from a text or messages (one maintenance call of the host's model): "
+    "new facts are added to the archive, known ones left alone, the profile updated. Answers "
+    "what was added, reworded or left alone. Not one of the memory tools a model calls in a "
+    "turn: the host's way to say 'remember this conversation'."
+)
+
+
+def _remember(agent: Agent, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    """The MCP-only ``remember`` tool: ``agent.remember`` over ``text`` or ``messages``."""
+    given = arguments or {}
+    text, messages = given.get("text"), given.get("messages")
+    if set(given) - {"text", "messages"} or not (
+        (isinstance(text, str) and messages is None)
+        or (isinstance(messages, list) and text is None)
+    ):
+        return {"error": "remember takes either 'text' (a string) or 'messages' (a list)."}
+    try:
+        answer = agent.remember(text if isinstance(text, str) else messages or [])
+    except HivekeepError as exc:
+        return {"error": str(exc)}
+    if answer.error is not None:  # kept and retried later, but this call did not remember
+        return {"error": f"The maintenance call failed (it will be retried): {answer.error}"}
+    return {key: value for key, value in answer.to_json().items() if key != "error"}
+
+
 def build_server(agent: Agent) -> Server[Any]:
     """An MCP server acting as ``agent``; ``instructions`` hold its memory block as of now."""
     tools = [types.Tool.model_validate(schema) for schema in tool_schemas("mcp")]
+    tools.append(
+        types.Tool(
+            name=REMEMBER_TOOL, description=REMEMBER_DESCRIPTION, input_schema=REMEMBER_SCHEMA
+        )
+    )
     uri = profile_uri(agent)
     # The hive is synchronous (SQLite, the ONNX embedder): calls run in worker threads so the event
     # loop keeps serving, one at a time so concurrent sessions cannot interleave a dedup check and
@@ -81,7 +125,11 @@ def build_server(agent: Agent) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        result = await run_locked(functools.partial(agent.call_tool, params.name, params.arguments))
+        if params.name == REMEMBER_TOOL:
+            call = functools.partial(_remember, agent, params.arguments)
+        else:
+            call = functools.partial(agent.call_tool, params.name, params.arguments)
+        result = await run_locked(call)
         if "error" in result:
             return types.CallToolResult(
                 content=[types.TextContent(text=str(result["error"]))], is_error=True
@@ -113,6 +161,8 @@ def build_server(agent: Agent) -> Server[Any]:
         return types.ReadResourceResult(contents=[contents])
 
     def input_schema(name: str) -> dict[str, Any] | None:
+        if name == REMEMBER_TOOL:
+            return REMEMBER_SCHEMA
         tool = TOOLS_BY_NAME.get(name)
         return tool.input_schema() if tool else None
 
@@ -147,14 +197,22 @@ class TokenGate:
     so a revoked token is refused at once): 401 without a valid token (when the hive needs one),
     403 for a token that does not act as this agent, and 403 for a read-only token's call of a
     tool that changes something (the JSON-RPC body is read to tell, up to ``MAX_BODY`` bytes).
+
+    A request in progress (a session's event stream, ``GET /mcp``, or a long call) is checked
+    again every ``RECHECK_S`` seconds, and ended as soon as its token is revoked or the agent is
+    deleted (``authenticate`` answers otherwise than it did): no session outlives its right.
     """
 
     MAX_BODY = 1024 * 1024
+    RECHECK_S = 1.0
 
     def __init__(self, app: ASGIApp, agent_id: int, authenticate: Authenticate) -> None:
         self.app = app
         self.agent_id = agent_id
         self.authenticate = authenticate
+
+    def recheck(self, bearer: str | None) -> Access | None:
+        return self.authenticate(bearer, record_use=False)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -180,10 +238,44 @@ class TokenGate:
                 )
                 return
             receive = _replay(body, receive)
-        await self.app(scope, receive, send)
+        await self._while_allowed(bearer, access, scope, receive, send)
+
+    async def _while_allowed(
+        self, bearer: str | None, access: Access, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        state = {"started": False, "ended": False}
+
+        async def tracked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                state["ended"] = True
+            await send(message)
+
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                while True:
+                    await anyio.sleep(self.RECHECK_S)
+                    again = await anyio.to_thread.run_sync(self.recheck, bearer)
+                    if again != access:
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(watch)
+            await self.app(scope, receive, tracked)
+            group.cancel_scope.cancel()
+        if not state["started"]:  # ended before answering: the token went meanwhile
+            await _refusal(401, "The token was revoked, or the agent deleted.")(
+                scope, receive, send
+            )
+        elif not state["ended"]:  # end the stream cleanly rather than drop the connection
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-Authenticate = Callable[[str | None], "Access | None"]
+Authenticate = Callable[..., "Access | None"]
+"""Who a bearer token (None: none) acts as, or None: refused; ``record_use=False`` for a
+re-check (``hive.tokens.authenticate`` with the server's admin token bound)."""
 
 
 def _refusal(status: int, message: str) -> JSONResponse:

@@ -50,7 +50,8 @@ RECALL_SECONDS = Histogram(
 )
 MEMORIZED = Counter(
     "hivekeep_memorize",
-    "Memories written, by outcome: stored, duplicate (an equivalent one existed), "
+    "Memories written, by outcome: stored, duplicate (an equivalent one existed), reworded "
+    "(merged into the writer's memory of the same fact, whose text it became), "
     "pending_embedding (stored; the embedder failed, a backfill adds its vector).",
     ["outcome"],
     registry=REGISTRY,

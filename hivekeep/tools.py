@@ -25,7 +25,7 @@ from hivekeep.core.limits import (
 )
 from hivekeep.core.routing import ROUTING_RULE
 from hivekeep.errors import HivekeepError, ValidationError
-from hivekeep.services.archive import Memorized, MemoryPage
+from hivekeep.services.archive import HeldForReview, Memorized, MemoryPage
 from hivekeep.services.recall import RecallResult
 from hivekeep.services.review import Review
 from hivekeep.store.base import KEEP, MemoryRecord, ProfileRecord, _Keep
@@ -203,6 +203,12 @@ def _recall(agent: ToolAgent, args: RecallArgs) -> dict[str, Any]:
     return out
 
 
+PENDING_NOTE = (
+    "Held for a person's review: it is not remembered (recalled, listed, shared) until approved. "
+    "Do not write it again."
+)
+
+
 def _memorize(agent: ToolAgent, args: MemorizeArgs) -> dict[str, Any]:
     written = agent.memorize(
         args.content,
@@ -218,6 +224,15 @@ def _memorize(agent: ToolAgent, args: MemorizeArgs) -> dict[str, Any]:
 def memorize_result(written: Memorized) -> dict[str, Any]:
     """``memorize``'s answer for a write (the tool's, and the CLI's for a person's write)."""
     memory = written.memory
+    if written.pending is not None:
+        return {
+            "pending": True,
+            "pending_id": written.pending.id,
+            "content": memory.content,
+            "scope": memory.scope.value,
+            **({"redacted": list(written.redacted)} if written.redacted else {}),
+            "note": PENDING_NOTE,
+        }
     return {
         "id": memory.id,
         "content": memory.content,
@@ -225,7 +240,8 @@ def memorize_result(written: Memorized) -> dict[str, Any]:
         "subject": memory.subject,
         "scope": memory.scope.value,
         "duplicate": written.duplicate,
-        **merged_view(memory, written.merged_version),
+        **({"redacted": list(written.redacted)} if written.redacted else {}),
+        **merged_view(memory, written.merged_version, reworded=written.reworded),
         **({"similar": [similar_view(m) for m in written.similar]} if written.similar else {}),
     }
 
@@ -250,7 +266,15 @@ def _unchanged_note(operation: str) -> str:
 
 def _update_memory(agent: ToolAgent, args: UpdateMemoryArgs) -> dict[str, Any]:
     given = {name: getattr(args, name) for name in args.model_fields_set - {"memory_id"}}
-    return memory_view(agent.update_memory(args.memory_id, **given), agent.id)
+    try:
+        return memory_view(agent.update_memory(args.memory_id, **given), agent.id)
+    except HeldForReview as held:
+        return {
+            "pending": True,
+            "pending_id": held.pending.id,
+            "memory_id": args.memory_id,
+            "note": PENDING_NOTE,
+        }
 
 
 def _forget(agent: ToolAgent, args: ForgetArgs) -> dict[str, Any]:
@@ -305,7 +329,8 @@ TOOLS: tuple[Tool, ...] = (
         f"one-off fact. {ROUTING_RULE} Use scope 'shared' only for what genuinely helps other "
         "agents (user-wide preferences, infrastructure, decisions affecting everyone). A result "
         "with 'similar' lists close memories you already had: if one is now outdated, "
-        "update_memory or forget it.",
+        "update_memory or forget it. 'reworded' means your memory of the same fact now reads "
+        "your words (its old text is kept in its history).",
         MemorizeArgs,
         _memorize,
     ),

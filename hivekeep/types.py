@@ -56,4 +56,5 @@ class Operation(StrEnum):
     REWRITE = "rewrite"  # a profile: the maintenance call's rewrite
     REGENERATE = "regenerate"  # a profile: rebuilt from the archive (bootstrap included)
     IMPORT = "import"  # replaced by an import
-    MERGE = "merge"  # a write judged a duplicate of the memory: the text it carried, kept
+    MERGE = "merge"  # a dated write judged the same fact, older than the text: kept, not current
+    REWORD = "reword"  # a write judged the same fact: its text became the memory's content

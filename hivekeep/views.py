@@ -144,17 +144,31 @@ def deletion_preview(name: str, has: AgentFootprint) -> str:
     )
 
 
-def merged_view(memory: MemoryRecord, merged_version: int | None) -> dict[str, Any]:
-    """What became of a duplicate write's text (SPEC 4.1: kept in the history of ``memory``,
-    the one it merged into): ``merged_as_version`` and a note; nothing when no version was
-    written (a stored write, or the memory's current text repeated)."""
+def merged_view(
+    memory: MemoryRecord, merged_version: int | None, *, reworded: bool
+) -> dict[str, Any]:
+    """What a write that merged into an existing memory did (SPEC 4.1): ``reworded`` when its
+    text became that memory's content (the previous text kept as a version), or for a dated
+    write older than the memory's text, ``merged_as_version``; each with a note. Nothing for a
+    stored write or an exact repeat."""
+    if reworded:
+        return {
+            "reworded": True,
+            "note": (
+                f"Memory {memory.id} said the same fact; your text is now its content and the "
+                "previous text is kept in its history (restoring the version before the newest "
+                "undoes this)."
+            ),
+        }
     if merged_version is None:
         return {}
+    version = merged_version
     return {
-        "merged_as_version": merged_version,
+        "merged_as_version": version,
         "note": (
-            f"Your text was kept as version {merged_version} in the history of memory "
-            f"{memory.id}; restoring that version makes it the memory's content."
+            f"Memory {memory.id} holds a later statement of the same fact; your text was kept "
+            f"as version {version} in its history; restoring that version makes it the "
+            "memory's content."
         ),
     }
 

@@ -51,6 +51,8 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
         "COMPACTING_SUMMARY_BUDGET_PERCENT",
         "HIVEKEEP_ALLOWED_HOSTS",
         "HIVEKEEP_SQLITE_SYNCHRONOUS",
+        "HIVEKEEP_VECTOR_CACHE_MB",
+        "HIVEKEEP_SECRETS",
     ):
         monkeypatch.delenv(name, raising=False)
 

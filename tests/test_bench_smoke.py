@@ -42,6 +42,8 @@ def test_scale_benchmark_runs_on_a_tiny_hive(tmp_path: Path) -> None:
     assert size["one"]["recall_p50"] > 0 and size["ten"]["knn_p50"] > 0
     assert size["one"]["recall_frequent_p50"] > 0 and size["ten"]["text_frequent_p50"] > 0
     assert "### Frequent-word queries" in done.stdout and "### Memory (MB)" in done.stdout
+    assert "### Work per query" in done.stdout and size["ten_to_one_recall"] > 0
+    assert size["one"]["text_frequent_steps"] > 0 and size["ten"]["recall_steps"] > 0
 
 
 def test_scale_benchmark_runs_on_postgresql_next_to_sqlite() -> None:

@@ -61,6 +61,12 @@ COMMANDS = {
     "purge": ("history:purge", "Erase a memory for good: no restore, no history."),
     "bench": ("bench:bench", "Measure recall, writes and embedding on this hive."),
     "tokens": ("tokens:tokens", "Scoped API tokens: create, list, revoke."),
+    "remember": ("remember:remember", "Extract memories from a text or messages now."),
+    "import-chats": ("remember:import_chats", "Import a ChatGPT or Claude chat export."),
+    "hooks": ("hooks:hooks", "Install or remove hivekeep's hooks in Claude Code's settings."),
+    "hook": ("hooks:hook", "Run one Claude Code hook (reads its JSON on standard input)."),
+    "review": ("review:review", "Writes of agents that wait for a person: approve, reject."),
+    "secrets": ("secrets:secrets", "Credentials the hive already holds: scan, redact, purge."),
 }
 
 _DB_KEY = "hivekeep.db"
@@ -203,6 +209,12 @@ def hive_location(db: str) -> str:
     if db == ":memory:":
         return db
     return str(Path(db).expanduser().resolve())
+
+
+def hive_file(db: str) -> str | None:
+    """The hive file's absolute path, for a command line written elsewhere (None: a URL, which
+    would carry its password; the command then reads HIVEKEEP_DB)."""
+    return None if is_postgres_url(db) else hive_location(db)
 
 
 def _holds_anything(hive: Hive) -> bool:

@@ -148,6 +148,16 @@ def _short(role: str) -> str:
     "(repeatable; --reset-compaction clears them first).",
 )
 @click.option("--reset-compaction", is_flag=True, help="Back to the hive's compaction numbers.")
+@click.option(
+    "--secrets",
+    type=click.Choice(["redact", "refuse", "allow", "default"]),
+    help="What its writes do with a credential ('default': HIVEKEEP_SECRETS).",
+)
+@click.option(
+    "--review",
+    type=click.Choice(["off", "shared", "all"]),
+    help="Which of its own writes wait for a person (`hivekeep review`).",
+)
 @db_option
 @json_option
 def configure(
@@ -158,10 +168,13 @@ def configure(
     context_window: str | None,
     numbers: tuple[str, ...],
     reset_compaction: bool,
+    secrets: str | None,
+    review: str | None,
     db: str,
     as_json: bool,
 ) -> None:
-    """Show or change the agent NAME's models and compaction numbers (as agent.configure).
+    """Show or change the agent NAME's models, compaction numbers and credential policy (as
+    agent.configure).
 
     With no option it shows them. A model is a provider:model spec; 'default' returns it to
     the hive's (HIVEKEEP_LLM, COMPACTING_MODEL, MEMORY_EXTRACTION_MODEL). Example:
@@ -170,6 +183,7 @@ def configure(
         hivekeep agents configure assistant --compacting-model ollama:llama3.1
         hivekeep agents configure assistant --model openai:my-local-model --context-window 32768
         hivekeep agents configure assistant --set threshold_percent=60 --set keep_percent=30
+        hivekeep agents configure assistant --secrets refuse
     """
     specs: dict[str, Any] = {
         key: (None if value.strip().lower() == "default" else value.strip())
@@ -182,6 +196,10 @@ def configure(
     }
     if context_window is not None:
         specs["context_window"] = _window(context_window)
+    if secrets is not None:
+        specs["secrets"] = None if secrets == "default" else secrets
+    if review is not None:
+        specs["review"] = review
     with open_hive(db) as hive:
         agent = hive.get_agent(name)
         compaction: dict[str, Any] | None = {} if reset_compaction else None
@@ -195,7 +213,14 @@ def configure(
     if as_json:
         echo_json({**stored.to_json(), "effective": effective})
         return
-    for key in ("model", "compacting_model", "extraction_model", "context_window"):
+    for key in (
+        "model",
+        "compacting_model",
+        "extraction_model",
+        "context_window",
+        "secrets",
+        "review",
+    ):
         echo(f"{key}: {getattr(stored, key) or 'hive default'}")
     for key, value in effective.items():
         mark = "" if key not in stored.compaction else "  (this agent's)"

@@ -51,6 +51,8 @@ def _result(result: dict[str, Any]) -> str:
         return f" → error: {message[:200]}"
     if isinstance(result.get("memories"), list):
         return f" → {len(result['memories'])} memories"
+    if result.get("reworded"):
+        return f" → reworded #{result['id']}"
     if result.get("duplicate"):
         return f" → already known as #{result['id']}"
     if "id" in result:

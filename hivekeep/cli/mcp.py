@@ -7,9 +7,10 @@ import os
 
 import click
 
-from hivekeep import Agent, Hive, NotFound
+from hivekeep import Access, Agent, AgentNotFound, Hive, NotFound
 from hivekeep.cli import agent_option, db_option, open_hive
 from hivekeep.config import API_TOKEN
+from hivekeep.core.access_tokens import admin_token_problem
 
 
 @click.command()
@@ -63,8 +64,22 @@ def mcp(agent_key: str, db: str, port: int | None, create: bool, role: str) -> N
             err=True,
         )
         admin_token = os.environ.get(API_TOKEN.env, "").strip() or None
-        authenticate = functools.partial(hive.tokens.authenticate, admin_token=admin_token)
+        if admin_token is not None and (problem := admin_token_problem(admin_token)) is not None:
+            raise click.ClickException(problem)  # the rule of `hivekeep serve`, one for both
+        authenticate = functools.partial(_authenticate, hive, agent.id, admin_token)
         serve_http(agent, port, authenticate, hive.settings.log_format)
+
+
+def _authenticate(
+    hive: Hive, agent_id: int, admin_token: str | None, bearer: str | None, **options: bool
+) -> Access | None:
+    """Who ``bearer`` acts as; None (refused) also once the served agent is deleted."""
+    access = hive.tokens.authenticate(bearer, admin_token, **options)
+    try:
+        hive.get_agent(agent_id)
+    except AgentNotFound:
+        return None
+    return access
 
 
 def _agent(hive: Hive, key: str, *, create: bool, role: str) -> Agent:

@@ -94,6 +94,11 @@ def memorize(
         result = memorize_result(agent.memorize(**given, by=Actor.PERSON))
     if as_json:
         echo_json(result)
+    elif result.get("reworded"):
+        click.echo(
+            f"Reworded memory {result['id']}: the same fact, now in your words (reworded; the "
+            f"previous text is kept in `hivekeep history --agent {agent_key} {result['id']}`)."
+        )
     elif result["duplicate"]:
         click.echo(f"Already known as memory {result['id']} (duplicate).")
         if "merged_as_version" in result:

@@ -22,6 +22,7 @@ from hivekeep.cli import (
     room_warnings,
 )
 from hivekeep.config import API_TOKEN, SERVE_HOST, SERVE_PORT
+from hivekeep.core.access_tokens import admin_token_problem
 
 TOKEN_ENV = API_TOKEN.env
 
@@ -102,10 +103,9 @@ def serve(host: str, port: int, db: str) -> None:
             f"'Authorization: Bearer <token>'), or listen on 127.0.0.1."
         )
     # here, not at the top: other commands skip the web stack
-    from hivekeep.server.auth import token_problem
     from hivekeep.server.runner import model_note, run_server
 
-    problem = token_problem(token) if token is not None else None
+    problem = admin_token_problem(token) if token is not None else None
     if problem is None:
         problem = port_problem(host, port)  # before the "serving" line, and before any file
     if problem is not None:

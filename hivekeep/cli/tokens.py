@@ -52,7 +52,7 @@ def create(
         hivekeep tokens create notes-app --agent assistant --agent planner --json
     """
     with open_hive(db) as hive:
-        created = hive.tokens.create(label, agent_keys, read_only=read_only)
+        created = hive.tokens.create(label, agent_keys or None, read_only=read_only)
         if as_json:
             echo_json({"label": created.label, "token": created.token})
             return

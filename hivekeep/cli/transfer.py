@@ -39,11 +39,12 @@ def export(agent_key: str | None, output: Path | None, history: bool, db: str) -
 
     --agent exports one agent: its profile, its conversations and the memories it wrote (its
     shared ones included, other agents' not). Without -o (or with -o -) the lines go to standard
-    output and the summary to standard error. A regular file (a new one, or the target of a
-    symlink, which stays a symlink) is written whole or not at all: the export goes to
-    FILE.partial, renamed over FILE at the end. Anything else that -o names (/dev/null,
-    /dev/stdout, a FIFO, a terminal) is written through, never replaced. --history adds every
-    kept version (who, when, operation) and the trash. Example:
+    output and the summary to standard error. A regular file is written whole or not at all:
+    the export goes to a private temporary file, renamed over FILE at the end (a new file is
+    readable by its owner only, 0600). A symlink stays a symlink: it is opened as given, the
+    kernel following it, and its target gets the export once it is whole. Anything else that
+    -o names (/dev/null, /dev/stdout, a FIFO, a terminal) is written through, never replaced.
+    --history adds every kept version (who, when, operation) and the trash. Example:
 
     \b
         hivekeep export -o backup.jsonl
@@ -89,11 +90,14 @@ def _names_descriptor(path: Path) -> bool:
 def write_to(output: Path, write: Callable[[TextIO], ExportReport]) -> ExportReport:
     """Write an export to ``output`` without changing what ``output`` is.
 
-    A regular file, or a new path, is replaced atomically: ``write`` fills ``NAME.partial`` next
-    to the real file (a symlink's target: the link stays a link) and a rename puts it in place,
-    keeping the old file's permissions. A device, a FIFO or a descriptor's name is opened and
-    written through (appending, as a shell's ``>>`` would, so ``-o /dev/stdout`` keeps what the
-    caller's redirection holds); it cannot be half-written and then undone.
+    A regular file, or a new path, is replaced atomically: ``write`` fills a new private file
+    (0600, a random name next to it, created exclusively: nothing planted there is followed) and
+    a rename puts it in place, keeping an old file's permissions. A symlink is opened as the
+    path given, so the kernel follows it with its own protections (``protected_symlinks`` in a
+    shared sticky folder); hivekeep never resolves one itself. Its target gets the export once
+    it is whole (it is made first in an unnamed temporary file). A device, a FIFO or a
+    descriptor's name is opened and written through (appending, as a shell's ``>>`` would, so
+    ``-o /dev/stdout`` keeps what the caller's redirection holds).
     """
     try:
         mode = os.stat(output).st_mode
@@ -104,16 +108,25 @@ def write_to(output: Path, write: Callable[[TextIO], ExportReport]) -> ExportRep
     if _names_descriptor(output) or (mode is not None and not stat.S_ISREG(mode)):
         with open(output, "a", encoding="utf-8", newline="\n") as file:
             return write(file)
-    target = Path(os.path.realpath(output))
-    partial = target.with_name(target.name + ".partial")
+    if output.is_symlink():
+        with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as staged:
+            report = write(staged)
+            staged.seek(0)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+            with open(os.open(output, flags, 0o600), "w", encoding="utf-8", newline="\n") as file:
+                shutil.copyfileobj(staged, file)
+        return report
+    descriptor, partial = tempfile.mkstemp(
+        prefix=f".{output.name}.", suffix=".partial", dir=output.parent
+    )
     try:
-        with partial.open("w", encoding="utf-8", newline="\n") as file:
+        with open(descriptor, "w", encoding="utf-8", newline="\n") as file:
             report = write(file)
         if mode is not None:
-            shutil.copymode(target, partial)
-        os.replace(partial, target)
+            shutil.copymode(output, partial)
+        os.replace(partial, output)
     finally:
-        partial.unlink(missing_ok=True)
+        Path(partial).unlink(missing_ok=True)
     return report
 
 
@@ -192,8 +205,9 @@ def _imported(report: ImportReport) -> list[str]:
         f"Agents: {r.agents_created} created, {r.agents_merged} merged.",
         f"Profiles: {r.profiles_imported} imported, {r.profiles_kept} kept"
         + (" (use --replace-profiles to overwrite them)." if r.profiles_kept else "."),
-        f"Memories: {r.memories_imported} imported, {r.memories_duplicate} duplicates skipped; "
-        f"{vectors}.",
+        f"Memories: {r.memories_imported} imported, {r.memories_duplicate} duplicates skipped"
+        + (f" ({r.memories_reworded} reworded a memory)" if r.memories_reworded else "")
+        + f"; {vectors}.",
         f"Conversations: {r.conversations_imported} imported, {r.conversations_skipped} already "
         f"there; {r.messages} messages, {r.summaries} summaries.",
     ]

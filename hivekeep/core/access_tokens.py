@@ -19,6 +19,9 @@ from hivekeep.errors import ValidationError
 PREFIX = "hk_"
 KEY_ID_HEX = 16
 MAX_LABEL_CHARS = 64
+# what a URL path segment carries as is, so REST can address every label
+# (``DELETE /api/access-tokens/{label}``): no '/', '?', '#', '%', and no '.' or '..'
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@ -]*")
 _TOKEN = re.compile(rf"{PREFIX}([0-9a-f]{{{KEY_ID_HEX}}})_([A-Za-z0-9_-]{{40,100}})")
 
 
@@ -48,10 +51,38 @@ def matches(salt: str, secret: str, stored_hash: str) -> bool:
 
 
 def token_label(label: str) -> str:
-    """A label as stored: trimmed, 1-64 printable characters."""
+    """A label as stored: trimmed, 1-64 characters that a URL path carries as they are."""
     label = label.strip()
-    if not label or len(label) > MAX_LABEL_CHARS or not label.isprintable():
+    if len(label) > MAX_LABEL_CHARS or not _LABEL.fullmatch(label):
         raise ValidationError(
-            f"A token label must be 1-{MAX_LABEL_CHARS} printable characters, not {label!r}."
+            f"A token label is 1-{MAX_LABEL_CHARS} letters, digits, spaces, '.', '_', ':', "
+            f"'@' or '-', starting with a letter or digit, not {label!r}.",
+            field="label",
         )
     return label
+
+
+MIN_ADMIN_TOKEN_CHARS = 16
+
+
+def admin_token_problem(secret: str) -> str | None:
+    """Why ``secret`` cannot be a server's admin token (``HIVEKEEP_API_TOKEN``), or None: the
+    one rule of ``hivekeep serve`` and ``hivekeep mcp --http``.
+
+    Refused at start rather than failing every request later: a header is read as latin-1, so a
+    non-ASCII token could never match, and a short one could be guessed.
+    """
+    if not secret.strip():
+        return "An API token must not be empty."
+    if not secret.isascii() or not secret.isprintable():
+        return (
+            "The API token (HIVEKEEP_API_TOKEN) must be printable ASCII: an HTTP header cannot "
+            "carry other characters reliably, so no client could ever match it. Use e.g. "
+            "`openssl rand -hex 32`."
+        )
+    if len(secret) < MIN_ADMIN_TOKEN_CHARS:
+        return (
+            f"The API token (HIVEKEEP_API_TOKEN) has {len(secret)} characters; use at least "
+            f"{MIN_ADMIN_TOKEN_CHARS}, e.g. `openssl rand -hex 32`."
+        )
+    return None

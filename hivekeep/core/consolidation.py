@@ -5,6 +5,13 @@ Rex"); the maintenance call consolidates them. The service finds the agent's rec
 near twins (cosine at or above ``TWIN_SIMILARITY``); ``twin_groups`` keeps those with the same
 subject and bounds them; ``render_groups`` shows them to the model as data; ``validate`` checks
 the ``<consolidate>`` ops of its reply as a whole: one invalid op and none is applied.
+
+Privacy follows the text: only private memories are consolidated. A shared memory is read by
+every agent, and the maintenance call is run on one agent's conversation: a merge that kept a
+shared memory would publish the private twin's text, and a retire or a merge that forgot one
+would remove a fact every agent could recall. So ``twin_groups`` groups private memories only,
+and ``validate`` refuses any op on a group holding a memory that is not private (a group it did
+not make included): it fails closed on what it cannot attribute to the agent's private scope.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hivekeep.core.tokens import count_tokens
+from hivekeep.types import Scope
 
 # MiniLM (the bundled model), measured: restatements 0.86-0.99 ("Team meetings are on Mondays at
 # 10" / "The team meets every Monday at 10" 0.856), different facts about one thing up to 0.82
@@ -30,11 +38,12 @@ MAX_SHOWN_CHARS = 1000  # a longer memory is never shown in a group (nor merged)
 MAX_CONTENT = 2000  # a merge's text, as ``memorize`` allows
 
 RULES = """3. Consolidation, only when near twins are given: each group there holds the agent's
-   own memories that look alike. Merge memories that say the same thing into one ("merge": their
-   ids, the first is kept and the others forgotten, with one sentence that keeps every detail of
-   each), retire a memory that a newer one of its group makes outdated ("retire": its id), and
-   leave alone memories that state different facts. Use only ids of one group per op, each id at
-   most once, and never retire a whole group. Answer in a third block, [] when nothing changes:
+   own private memories that look alike (shared ones are never grouped). Merge memories that
+   say the same thing into one ("merge": their ids, the first is kept and the others forgotten,
+   with one sentence that keeps every detail of each), retire a memory that a newer one of its
+   group makes outdated ("retire": its id), and leave alone memories that state different facts.
+   Use only ids of one group per op, each id at most once, and never retire a whole group.
+   Answer in a third block, [] when nothing changes:
 <consolidate>
 [{"merge": [12, 15], "content": "..."}, {"retire": 9, "reason": "..."}]
 </consolidate>"""
@@ -49,6 +58,7 @@ class TwinCandidate:
     subject: str | None
     created_at: str
     updated_at: str  # compared again before an op is applied: a changed memory is not touched
+    scope: Scope  # only a private memory is grouped, and only one may be merged or retired
 
 
 @dataclass(frozen=True)
@@ -106,7 +116,8 @@ def twin_groups(
     budget_tokens: int = SECTION_TOKENS,
 ) -> list[TwinGroup]:
     """Groups of near twins with the same subject, newest recent memory first, each memory in
-    one group at most, within the bounds (a group that would pass the budget is left out)."""
+    one group at most, within the bounds (a group that would pass the budget is left out).
+    Private memories only: a shared one is never grouped, so no group mixes scopes."""
     taken: set[int] = set()
     groups: list[TwinGroup] = []
     used = 0
@@ -142,7 +153,7 @@ def _subject_key(memory: TwinCandidate) -> str | None:
 
 
 def _showable(memory: TwinCandidate) -> bool:
-    return len(memory.content) <= MAX_SHOWN_CHARS
+    return memory.scope is Scope.PRIVATE and len(memory.content) <= MAX_SHOWN_CHARS
 
 
 def render_groups(groups: Sequence[TwinGroup]) -> str:
@@ -155,7 +166,8 @@ def render_groups(groups: Sequence[TwinGroup]) -> str:
         about = f" (subject {json.dumps(subject, ensure_ascii=False)})" if subject else ""
         lines.append(f"Group {number}{about}:")
         lines.extend(
-            f"- id {m.memory_id} (created {m.created_at[:10]}, updated {m.updated_at[:10]}): "
+            f"- id {m.memory_id} ({m.scope.value}; created {m.created_at[:10]}, "
+            f"updated {m.updated_at[:10]}): "
             f"{json.dumps(m.content, ensure_ascii=False)}"
             for m in group.members
         )
@@ -167,11 +179,15 @@ def validate(items: list[Any] | None, groups: Sequence[TwinGroup]) -> Consolidat
 
     Valid: each item is ``{"merge": [ids], "content": text}`` (two or more distinct ids of one
     group; text non-empty, at most ``MAX_CONTENT`` characters) or ``{"retire": id}`` with an
-    optional text ``reason``; no id in two ops; no group loses all its members.
+    optional text ``reason``; no id in two ops; no group loses all its members; no op names a
+    memory of a group that holds anything but private memories (privacy follows the text).
     """
     if items is None:
         return Consolidation(errors=("the <consolidate> block is not a JSON array",))
     group_of = {m.memory_id: n for n, g in enumerate(groups) for m in g.members}
+    not_private = {
+        n for n, g in enumerate(groups) for m in g.members if m.scope is not Scope.PRIVATE
+    }
     errors: list[str] = []
     ops: list[Merge | Retire] = []
     seen: set[int] = set()
@@ -180,6 +196,11 @@ def validate(items: list[Any] | None, groups: Sequence[TwinGroup]) -> Consolidat
         op = _op(item, group_of, errors, where)
         if op is None:
             continue
+        if not_private.intersection(group_of[i] for i in op.ids):
+            errors.append(
+                f"{where}: names memory {op.ids[0]} of a group that is not all private: a shared "
+                "memory is never merged or retired by maintenance"
+            )
         repeated = sorted(seen.intersection(op.ids))
         if repeated:
             errors.append(f"{where}: id {repeated[0]} is in an earlier op")

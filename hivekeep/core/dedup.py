@@ -17,6 +17,11 @@ Every other difference keeps both memories: a dropped or added word (a hedge, a 
 quantifier), a symbol, a word form, a swap around a possessive or "then". The comparison is
 symmetric and needs no embedder, so a vector's cosine only finds the candidates. Losing a fact is
 far worse than storing a restatement twice; the maintenance call consolidates restatements later.
+
+The rule will still be wrong somewhere, so a "same fact" verdict never hides a write (issue 33):
+``DedupRule.judge`` merges into the writer's own memory by rewording it (the write's text becomes
+current, the old one a version), into another agent's memory only by its exact text, and says
+which (``Merge``).
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
+from hivekeep.core.text import wording
 from hivekeep.core.wording import (
     CLAUSE_MARKERS,
     CONJUNCTIONS,
@@ -292,6 +299,15 @@ def _is(token: Token, wanted: tuple[Kind, ...], kinds: dict[str, set[Kind]]) -> 
     return bool(seen & set(wanted)) and not seen & {Kind.FUNCTION, Kind.POSSESSIVE, Kind.SYMBOL}
 
 
+class Merge(StrEnum):
+    """What a write judged one with an existing memory does to it (SPEC 4.1: a write is never
+    hidden, so only an exact repeat leaves the memory's text as it was)."""
+
+    SAME = "same"  # an exact repeat of its current text: nothing changes
+    REWORD = "reword"  # the write's text becomes current; the previous text stays a version
+    OLDER = "older"  # a dated write older than the current text: kept as a version only
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A visible memory close to the one being written, as the store found it."""
@@ -299,19 +315,35 @@ class Candidate:
     id: int
     content: str
     similarity: float  # cosine
+    own: bool = True  # written by the writer: the only memories a write may reword
+    shared: bool = False
+    stated_at: str | None = None  # when its current text was stated (its ``updated_at``)
+
+
+@dataclass(frozen=True)
+class Writing:
+    """The write being judged, as the rule needs it."""
+
+    content: str
+    shared: bool = False
+    stated_at: str | None = None  # a dated write (import, bootstrap, ``created_at``): its date
 
 
 @dataclass(frozen=True)
 class Verdict:
-    duplicate_of: int | None  # the existing memory that makes the new one redundant
+    duplicate_of: int | None  # the existing memory the write merges into (no new memory)
     similar: tuple[int, ...]  # close neighbours worth showing (at most MAX_SIMILAR, closest first)
+    merge: Merge | None = None  # with ``duplicate_of``: what the write does to that memory
 
 
 @dataclass(frozen=True)
 class DedupRule:
-    """The rule over a store's candidates. Two checks must agree before a write merges: the
-    texts say the same fact (``same_fact``) and their vectors are close (cosine ≥ ``threshold``;
-    the same normalised text counts as 1.0). ``similar_threshold`` is the cosine from which a
+    """The rule over a store's candidates (SPEC 4.1). An exact repeat (``wording``) of a memory
+    that covers the write's scope adds nothing. Else two checks must agree before a write merges:
+    the texts say the same fact (``same_fact``) and their vectors are close (cosine ≥
+    ``threshold``); and only into a memory the writer owns, of the write's scope, which then
+    takes the new wording (an older dated write is kept as its version instead). A wrong "same
+    fact" thus never hides what was written. ``similar_threshold`` is the cosine from which a
     stored memory's neighbours are listed as ``similar``."""
 
     threshold: float = DEDUP_THRESHOLD
@@ -322,14 +354,28 @@ class DedupRule:
         """The lowest similarity at which a candidate matters at all."""
         return min(self.threshold, self.similar_threshold)
 
-    def judge(self, content: str, candidates: Sequence[Candidate]) -> Verdict:
-        """The closest candidate that says the same fact, else the neighbours to show."""
+    def judge(self, write: Writing | str, candidates: Sequence[Candidate]) -> Verdict:
+        """The memory the write merges into and how, else the neighbours to show."""
+        if isinstance(write, str):
+            write = Writing(write)
         ranked = sorted(candidates, key=lambda c: (-c.similarity, c.id))
-        tokens = canonical(content)
+        text = wording(write.content)
+        for candidate in ranked:  # a shared memory covers a private write, not the reverse
+            if wording(candidate.content) == text and (candidate.shared or not write.shared):
+                return Verdict(candidate.id, (), Merge.SAME)
+        tokens = canonical(write.content)
         for candidate in ranked:
-            if candidate.similarity >= self.threshold and not _differences(
-                tokens, canonical(candidate.content)
+            if (
+                candidate.own
+                and candidate.shared == write.shared
+                and candidate.similarity >= self.threshold
+                and not _differences(tokens, canonical(candidate.content))
             ):
-                return Verdict(candidate.id, ())
+                older = (
+                    write.stated_at is not None
+                    and candidate.stated_at is not None
+                    and write.stated_at < candidate.stated_at
+                )
+                return Verdict(candidate.id, (), Merge.OLDER if older else Merge.REWORD)
         close = list(dict.fromkeys(c.id for c in ranked if c.similarity >= self.similar_threshold))
         return Verdict(None, tuple(close[:MAX_SIMILAR]))

@@ -9,6 +9,12 @@ too. The conversation, the summary, the memories and the near-twin groups are sh
 ``fence_untrusted`` (block tags and headings in them escaped), so nothing a user says can close
 its fence or forge a reply block; the current profile, the agent's own document, keeps its
 headings and has only the block tags escaped.
+
+Privacy follows the text: every memory is shown with its scope, and the model is told that a
+shared memory is read by every agent. The call never writes into a shared memory: its new
+memories are private, an ``update`` of a shared memory is parsed as a new private memory of the
+agent (the correction is kept, the shared text is not rewritten with what a private conversation
+said), and consolidation touches private memories only (``hivekeep.core.consolidation``).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from hivekeep.core.blocks import (
 )
 from hivekeep.core.consolidation import Consolidation, TwinGroup
 from hivekeep.core.routing import KNOW_VS_HAPPENED, ROUTING_RULE
-from hivekeep.types import Category
+from hivekeep.types import Category, Scope
 
 MAX_KNOWN_MEMORIES = 150
 _CATEGORIES = {c.value for c in Category}
@@ -54,6 +60,7 @@ class KnownMemory:
     category: str
     subject: str | None
     created_at: str
+    scope: Scope  # shown to the model; an update of a shared one becomes a new private memory
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,11 @@ is summarised, you do two jobs in one answer.
 Routing rule: {ROUTING_RULE}
 {KNOW_VS_HAPPENED}
 
+Scopes: each known memory is marked "private" (only this agent reads it) or "shared" (every agent
+of the hive reads it). Never carry what the conversation or a private memory says into a shared
+memory: what you add is private; an "update" of a shared memory is stored as a new private memory
+of this agent instead, and the shared one is left as it is; near twins are private memories only.
+
 Rules for the profile: markdown with "## Title" sections; keep the "## Pinned" section exactly
 as it is; stay within the token budget; do not invent facts.
 
@@ -153,7 +165,7 @@ def render_transcript(lines: Sequence[TranscriptLine]) -> str:
 def build_messages(request: MaintenanceInput) -> list[dict[str, str]]:
     """The chat messages (OpenAI style) of one maintenance call; deterministic for one input."""
     memories = "\n".join(
-        f"[{index}] ({m.category}{', ' + m.subject if m.subject else ''}; "
+        f"[{index}] ({m.scope.value}; {m.category}{', ' + m.subject if m.subject else ''}; "
         f"{m.created_at[:10]}) {m.content}"
         for index, m in enumerate(request.memories)
     )
@@ -168,7 +180,7 @@ def build_messages(request: MaintenanceInput) -> list[dict[str, str]]:
     )
     if request.twins:
         twins = fence_untrusted(consolidation.render_groups(request.twins), "twins")
-        user += f"\n\nNear twins among the agent's own memories:\n{twins}"
+        user += f"\n\nNear twins among the agent's own private memories:\n{twins}"
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
@@ -253,9 +265,41 @@ def _operation(
         if not (content or category or subject or importance):
             notes.append(f"{where}: update of index {index} changes nothing, skipped")
             return None
-        return UpdateMemory(known[index].memory_id, content, category, subject, importance)
+        target = known[index]
+        if target.scope is not Scope.PRIVATE:
+            return _kept_private(target, content, category, subject, importance, notes, where)
+        return UpdateMemory(target.memory_id, content, category, subject, importance)
     notes.append(f"{where}: unknown op {op!r}, skipped")
     return None
+
+
+def _kept_private(
+    shared: KnownMemory,
+    content: str | None,
+    category: Category | None,
+    subject: str | None,
+    importance: int | None,
+    notes: list[str],
+    where: str,
+) -> AddMemory | None:
+    """An update of a memory that is not private, as a new private memory of the agent (the
+    correction kept where only the agent reads it), or skipped when it brings no text."""
+    if not content:
+        notes.append(
+            f"{where}: update of shared memory {shared.memory_id} without new content skipped "
+            "(maintenance never changes a shared memory)"
+        )
+        return None
+    notes.append(
+        f"{where}: update of shared memory {shared.memory_id} stored as a new private memory "
+        "(maintenance never changes a shared memory)"
+    )
+    return AddMemory(
+        content,
+        category or Category(shared.category),
+        subject if subject is not None else shared.subject,
+        importance,
+    )
 
 
 def _text(value: Any, limit: int) -> str | None:

@@ -7,14 +7,14 @@ import re
 
 from hivekeep.errors import ValidationError
 
-_AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _.\-]{0,63}")
+AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _.\-]{0,63}")
 MAX_ROLE_CHARS = 4000
 
 
 def agent_name(name: str) -> str:
     """The name with outer spaces removed; raises ValidationError if it breaks the rule."""
     name = name.strip()
-    if not _AGENT_NAME.fullmatch(name):
+    if not AGENT_NAME.fullmatch(name):
         raise ValidationError(
             f"Agent name {name!r} is not valid: use 1-64 letters, digits, spaces, '_', '.' "
             "or '-', starting with a letter.",

@@ -84,6 +84,19 @@ def normalise_text(content: str) -> str:
     return _EDGE_PUNCT.sub("", _SPACE.sub(" ", folded).strip())
 
 
+def wording(content: str) -> str:
+    """The text as the write-path invariant compares it (SPEC 4.1): Unicode NFC and whitespace
+    collapsed, nothing else. Two texts with the same wording are one text; any other difference
+    (case, punctuation, a sign) may carry meaning, so only this equality is an exact repeat.
+
+    >>> wording("  Caf\u0065\u0301  opens\tat 9 ") == wording("Caf\u00e9 opens at 9")
+    True
+    >>> wording("getUserID") == wording("getUserId")
+    False
+    """
+    return " ".join(unicodedata.normalize("NFC", content).split())
+
+
 def embedding_text(content: str, subject: str | None) -> str:
     """What a memory's vector is computed from (one place, so it can be tuned by measurement)."""
     return content

@@ -2,26 +2,33 @@
 
 The mapping (docs/integrations.md, "LangGraph"):
 
-- a namespace is ``(agent,)`` or ``(agent, subject)``: the hive's agent of that name (created on
-  the first put) and the memory's subject (none for ``(agent,)``);
-- a key is kept with its memory, on a line of its ``source_context``; a put of a text the
-  namespace already holds adds its key to that memory, and one memory may have several keys
-  (a delete drops one key; the memory goes when its last does). A memory written through
-  another interface has its id as its key;
-- labels are case-sensitive, as LangGraph's: a put under a case twin of an agent's name or
-  subject is refused, since the hive matches those whatever their case;
-- a value is ``{"content": text, "category", "importance", "scope", "source_context"}``; only
-  ``content`` is required (``category`` defaults to ``"fact"``);
-- ``search(..., query=...)`` is the agent's hybrid ``recall``; without a query it lists, newest
-  first. ``filter`` compares value fields as ``InMemoryStore`` does.
+- an item is kept with a memory: its namespace, key, value (any JSON, exactly as put) and times
+  form a record on the first line of the memory's ``source_context``; the memory's text is the
+  text the item is searched by: the value's fields that ``index`` names (per store and per put,
+  LangGraph's field paths), the whole value by default;
+- a namespace of any depth is an agent and a subject: its first label is the agent (created on
+  the first put; ``langgraph`` when the label cannot be an agent name), the rest, joined with
+  ``/``, the memory's subject. The record keeps the namespace exactly, so labels stay
+  case-sensitive and any label works;
+- a put writes through ``Agent.memorize`` (dedup, history and the "write is never hidden" rule
+  apply): a text the agent already holds gets the item added to the memory that holds it, so one
+  memory may carry several items; a put on a key that alone holds its memory updates it;
+- ``search(..., query=...)`` is the agent's hybrid ``recall`` over the indexed items; without a
+  query it lists, newest first. ``filter`` compares value fields with LangGraph's operators.
 
-Every operation is a call on ``Agent``, so the archive's rules hold: dedup, history, the trash.
+Every write is a call on ``Agent``, so the archive's rules hold: dedup, history, the trash.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, Mapping
+import json
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from hivekeep.integrations import needs_extra
@@ -30,6 +37,7 @@ try:
     from langgraph.store.base import (
         BaseStore,
         GetOp,
+        IndexConfig,
         InvalidNamespaceError,
         Item,
         ListNamespacesOp,
@@ -39,20 +47,68 @@ try:
         Result,
         SearchItem,
         SearchOp,
+        TTLConfig,
+        get_text_at_path,
+        validate_op_namespace,
     )
 except ImportError as exc:  # the extra is not installed, or too old
     raise needs_extra("langgraph", exc) from exc
 
-from hivekeep import Agent, Category, Hive, MemoryRecord, NotFound, ValidationError
-from hivekeep.integrations._named import KEY_MARK, Naming, own_memories
+from hivekeep import Agent, Hive, MemoryRecord, NotFound, ValidationError
+from hivekeep.core.limits import MAX_CONTENT_CHARS, MAX_SUBJECT_CHARS
+from hivekeep.core.names import agent_name
+from hivekeep.core.text import clean_text
+from hivekeep.integrations._named import KEY_MARK, _heads, _others_reach, own_memories
+from hivekeep.tools import MAX_SOURCE_CONTEXT
 
 __all__ = ["HivekeepStore"]
 
-VALUE_FIELDS = ("content", "category", "importance", "scope", "source_context")
-DEFAULT_CATEGORY = "fact"
+CATEGORY = "fact"
+FALLBACK_AGENT = "langgraph"  # the agent of namespaces whose first label cannot be an agent name
 RECALL_POOL = 50  # recall's largest limit: a query search ranks at most this many per agent
+MAX_QUERY_CHARS = 1000  # recall's longest query; a longer one is searched by its start
+_UNSTORED = re.compile("[\x7f-\x9f]")  # what clean_text would drop that JSON leaves as it is
+_WRITING = threading.Lock()  # a memory's records are read, changed and written back as one step
 
-Address = tuple[str, str | None]  # (agent name, subject)
+Namespace = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One item as a memory carries it: what ``get`` returns, and whether query search finds it.
+    Stored as a short JSON array (times in epoch seconds), so that many fit in one memory."""
+
+    namespace: Namespace
+    key: str
+    value: dict[str, Any]
+    created_at: float
+    updated_at: float
+    indexed: bool
+
+    def as_json(self) -> list[Any]:
+        return [
+            list(self.namespace),
+            self.key,
+            self.value,
+            self.created_at,
+            self.updated_at,
+            self.indexed,
+        ]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Any]) -> Record:
+        namespace, key, value, created_at, updated_at, indexed = data
+        return cls(tuple(namespace), key, value, created_at, updated_at, indexed)
+
+    def item(self, score: float | None = None) -> SearchItem:
+        return SearchItem(
+            namespace=self.namespace,
+            key=self.key,
+            value=self.value,
+            created_at=datetime.fromtimestamp(self.created_at, UTC),
+            updated_at=datetime.fromtimestamp(self.updated_at, UTC),
+            score=score,
+        )
 
 
 class HivekeepStore(BaseStore):
@@ -63,11 +119,36 @@ class HivekeepStore(BaseStore):
     >>> store.put(("assistant", "user"), "k1", {"content": "Prefers tea"})  # doctest: +SKIP
     >>> store.search(("assistant",), query="what does the user drink?")   # doctest: +SKIP
 
-    Every call runs on the hive at once (``abatch`` in a worker thread); the hive must stay open.
+    ``index`` takes LangGraph's ``IndexConfig``: its ``fields`` (SqliteStore's ``text_fields``)
+    name the value fields that are searched (the whole value by default); the hive's own
+    embedding model embeds them, so ``embed`` and ``dims`` are not used. Items do not expire
+    (``supports_ttl`` is false): a ``ttl`` is refused. Every call runs on the hive at once
+    (``abatch`` in a worker thread).
     """
 
-    def __init__(self, hive: Hive) -> None:
+    supports_ttl = False
+
+    def __init__(
+        self,
+        hive: Hive,
+        *,
+        index: IndexConfig | Mapping[str, Any] | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        if ttl is not None:
+            raise ValidationError(
+                "HivekeepStore keeps items until they are deleted: it takes no ttl config."
+            )
         self.hive = hive
+        self.index_config = index  # as given, as LangGraph's stores keep it
+        config: Mapping[str, Any] = index or {}
+        # "text_fields": SqliteStore's name for them, so its config works unchanged
+        fields = config.get("fields") or config.get("text_fields") or ["$"]
+        self.fields: list[str] = list(fields)
+
+    def setup(self) -> None:
+        """Nothing to set up: a hive migrates itself when it opens. LangGraph's SQL stores need
+        this call, so code written for them makes it; here it does nothing."""
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run the operations in order; each is one or more calls on an ``Agent``."""
@@ -77,6 +158,7 @@ class HivekeepStore(BaseStore):
         return await asyncio.to_thread(self.batch, list(ops))
 
     def _run(self, op: Op) -> Result:
+        validate_op_namespace(op)
         if isinstance(op, GetOp):
             return self._get(op)
         if isinstance(op, PutOp):
@@ -90,280 +172,309 @@ class HivekeepStore(BaseStore):
 
     # operations ---------------------------------------------------------------------------------
     def _get(self, op: GetOp) -> Item | None:
-        name, subject = _address(op.namespace)
-        agent = self._agent(name)
-        memory = None if agent is None else _find(agent, subject, op.key)
-        return None if memory is None or agent is None else _item(agent, memory, op.key)
+        found = self._find(tuple(op.namespace), op.key)
+        return None if found is None else found[1].item()
 
     def _put(self, op: PutOp) -> None:
-        name, subject = _address(op.namespace)
+        namespace = tuple(op.namespace)
+        if not namespace:
+            raise InvalidNamespaceError("Namespace cannot be empty.")
         if op.ttl is not None:
-            raise ValidationError("HivekeepStore keeps memories until they are forgotten: no ttl.")
-        if op.value is None:
-            self._delete(name, subject, op.key)
-            return
-        fields = _fields(op.value)
-        if subject is not None:
-            _stored_as_given(subject)
-        agent = self._writer(name)
-        memory = _find(agent, subject, op.key, writing=True)
-        if memory is None:
-            _add(agent, subject, op.key, fields)
-        elif KEYS.alone(memory, op.key):  # the key's own memory
-            agent.update_memory(
-                memory.id,
-                content=fields["content"],
-                category=fields["category"],
-                importance=fields["importance"],
-                scope=fields["scope"],
-                source_context=KEYS.source_context(
-                    [op.key], fields["source_context"], beside=memory.source_context
-                ),
-            )
-        else:  # other keys share the memory: the key moves, so their items stay as they are
-            landed = _add(agent, subject, op.key, fields)
-            if landed.id != memory.id:
-                KEYS.rename(agent, memory, op.key, None)
+            raise ValidationError("HivekeepStore keeps items until they are deleted: no ttl.")
+        with _WRITING:
+            if op.value is None:
+                self._delete(namespace, op.key)
+            else:
+                self._write(namespace, op.key, op.value, op.index)
 
-    def _delete(self, name: str, subject: str | None, key: str) -> None:
+    def _write(self, namespace: Namespace, key: str, value: Mapping[str, Any], index: Any) -> None:
+        if not isinstance(value, dict):
+            raise ValidationError(f"A store value is a dict, got {type(value).__name__}.")
+        _as_json(value)  # refused before anything is written when it is not JSON
+        searched = _searched_text(value, self.fields if index is None else index)
+        now = round(time.time(), 6)
+        agent = self._writer(namespace)
+        found = self._find(namespace, key, agent)
+        record = Record(
+            namespace,
+            key,
+            value,
+            now if found is None else found[1].created_at,
+            now,
+            bool(searched),
+        )
+        text = _content(searched or _searched_text(value, ["$"]) or _as_json(value))
+        if found is not None and _alone(found[0], record):
+            memory = found[0]
+            agent.update_memory(memory.id, content=text, source_context=_stored([record], memory))
+            return
+        written = agent.memorize(
+            text,
+            category=CATEGORY,
+            subject=_subject(namespace),
+            source_context=_stored([record], None),
+        )
+        landed = written.memory
+        if written.duplicate:
+            if landed.agent_id != agent.id:
+                raise ValidationError(
+                    f"Nothing was stored under {namespace!r}, key {key!r}: the hive already "
+                    f"holds this text as memory {landed.id}, another agent's shared memory, "
+                    "and an item is kept only with its own agent's memories."
+                )
+            landed = agent.memory(landed.id)
+            agent.update_memory(
+                landed.id, source_context=_stored([*_others(landed, record), record], landed)
+            )
+        if found is not None and found[0].id != landed.id:
+            self._drop(agent, agent.memory(found[0].id), record)
+
+    def _delete(self, namespace: Namespace, key: str) -> None:
         """The key's item goes; its memory goes to the trash (restorable with
-        ``Agent.restore_memory``) unless other keys still reach it."""
-        agent = self._agent(name)
-        memory = None if agent is None else _find(agent, subject, key)
-        if memory is None or agent is None:
-            return  # deleting what is not there does nothing, as in InMemoryStore
-        if KEYS.alone(memory, key):
-            agent.forget(memory.id)
+        ``Agent.restore_memory``) unless other items still reach it."""
+        agent = self._agent(namespace[0])
+        found = None if agent is None else self._find(namespace, key, agent)
+        if found is not None and agent is not None:
+            self._drop(agent, found[0], found[1])
+
+    def _drop(self, agent: Agent, memory: MemoryRecord, record: Record) -> None:
+        """Take ``record`` off ``memory``: forgotten when nothing else reaches it."""
+        rest = _others(memory, record)
+        if rest or _files_reach(memory):
+            agent.update_memory(memory.id, source_context=_stored(rest, memory))
         else:
-            KEYS.rename(agent, memory, key, None)
+            agent.forget(memory.id)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        prefix = op.namespace_prefix
-        if len(prefix) > 2:
-            raise InvalidNamespaceError(_NAMESPACE_RULE.format(prefix))
+        prefix = tuple(op.namespace_prefix)
         agents = self._agents(prefix[0] if prefix else None)
-        subject = prefix[1] if len(prefix) == 2 else None
         wanted = op.filter or {}
-        category = wanted.get("category")
-        # a plain category is pushed into recall/list; any other condition is checked below
-        category = category if isinstance(category, str) and category in set(Category) else None
-        found: Iterable[SearchItem] = (
-            _ranked(agents, op.query, subject, category)
+        found = (
+            _ranked(agents, op.query[:MAX_QUERY_CHARS])
             if op.query
-            else _newest(agents, subject, category)
+            else sorted(
+                (record.item() for agent in agents for _, record in _records(agent)),
+                key=lambda item: item.updated_at,
+                reverse=True,
+            )
         )
-        items = (item for item in found if _matches(item.value, wanted))
-        return [item for _, item in zip(range(op.offset + op.limit), items, strict=False)][
+        chosen = (
+            item
+            for item in found
+            if item.namespace[: len(prefix)] == prefix and _matches(item.value, wanted)
+        )
+        return [item for _, item in zip(range(op.offset + op.limit), chosen, strict=False)][
             op.offset :
         ]
 
-    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
         namespaces = {
-            _namespace(agent, memory.subject)
-            for agent in self.hive.agents()
-            for memory in own_memories(agent)
-            if KEYS.names(memory)  # none: only another adapter's names reach it
+            record.namespace for agent in self.hive.agents() for _, record in _records(agent)
         }
-        chosen = [
+        chosen = {
             ns for ns in namespaces if all(_does_match(c, ns) for c in op.match_conditions or ())
-        ]
+        }
         if op.max_depth is not None:
-            chosen = list({ns[: op.max_depth] for ns in chosen})
+            chosen = {ns[: op.max_depth] for ns in chosen}
         return sorted(chosen)[op.offset : op.offset + op.limit]
 
-    # agents -------------------------------------------------------------------------------------
-    def _agent(self, name: str) -> Agent | None:
-        """The agent a namespace names, exactly, or None: reads never create one, and a label is
-        case-sensitive as in LangGraph (``("Foo",)`` is not the agent ``foo``)."""
-        agent = self._named(name)
-        return agent if agent is not None and agent.name == name else None
-
-    def _writer(self, name: str) -> Agent:
-        """The agent a put writes as, created on the first put. Hive names are unique whatever
-        their case, so a label that differs from an agent's name only in case is refused."""
-        agent = self._named(name)
-        if agent is not None and agent.name != name:
-            raise InvalidNamespaceError(
-                f"Namespace label {name!r} is the hive's agent {agent.name!r} in another case; "
-                f"agent names are unique whatever their case, so ({name!r},) cannot be a "
-                f"namespace of its own. Use ({agent.name!r}, ...)."
-            )
-        return agent or self.hive.agent(_stored_as_given(name))
-
-    def _named(self, name: str) -> Agent | None:
-        if name.strip().isdigit():  # get_agent would take it for an id; no name is all digits
+    def _find(
+        self, namespace: Namespace, key: str, agent: Agent | None = None
+    ) -> tuple[MemoryRecord, Record] | None:
+        """The memory that holds the item, and its record; reads never create an agent."""
+        agent = agent or self._agent(namespace[0])
+        if agent is None:
             return None
+        return next(
+            ((m, r) for m, r in _records(agent) if r.namespace == namespace and r.key == key),
+            None,
+        )
+
+    # agents -------------------------------------------------------------------------------------
+    def _agent(self, label: str) -> Agent | None:
+        """The agent a namespace's first label maps to, or None: reads never create one."""
         try:
-            return self.hive.get_agent(name)
+            return self.hive.get_agent(_agent_name(label))
         except NotFound:
             return None
 
-    def _agents(self, name: str | None) -> list[Agent]:
-        if name is None:
+    def _writer(self, namespace: Namespace) -> Agent:
+        """The agent a put writes as, created on the first put."""
+        return self.hive.agent(_agent_name(namespace[0]))
+
+    def _agents(self, label: str | None) -> list[Agent]:
+        if label is None:
             return self.hive.agents()
-        agent = self._agent(name)
+        agent = self._agent(label)
         return [] if agent is None else [agent]
 
 
-_NAMESPACE_RULE = (
-    "A hivekeep namespace is (agent,) or (agent, subject); {!r} has more parts. Join deeper "
-    "levels into the subject, e.g. ('assistant', 'user-42/preferences')."
-)
+def _agent_name(label: str) -> str:
+    """The label itself when it is a valid agent name (a letter first, 1-64 characters, kept as
+    given); else the one agent that holds such namespaces. The record keeps the label exactly,
+    so two labels that map to one agent (``Foo`` and ``foo``) stay two namespaces."""
+    try:
+        return label if agent_name(label) == label else FALLBACK_AGENT
+    except ValidationError:
+        return FALLBACK_AGENT
 
 
-def _address(namespace: tuple[str, ...]) -> Address:
-    if not 1 <= len(namespace) <= 2:
-        raise InvalidNamespaceError(_NAMESPACE_RULE.format(namespace))
-    return namespace[0], namespace[1] if len(namespace) == 2 else None
+def _subject(namespace: Namespace) -> str | None:
+    """The memory's subject: the labels after the agent's, joined with ``/`` (a label that is
+    not an agent name joins them too), as people see it in the hive and dedup tells users
+    apart; the record keeps the namespace exactly, so a subject cut at its limit changes
+    nothing."""
+    labels = namespace[1:] if _agent_name(namespace[0]) == namespace[0] else namespace
+    return "/".join(labels)[:MAX_SUBJECT_CHARS] or None
 
 
-def _stored_as_given(label: str) -> str:
-    """A label the hive would store changed (trimmed, control characters dropped) could never
-    be read back under itself: refused."""
-    if label != label.strip() or not label.isprintable():
-        raise InvalidNamespaceError(
-            f"Namespace label {label!r} has spaces around it or characters that cannot be "
-            "printed; the hive would store it changed."
-        )
-    return label
-
-
-def _namespace(agent: Agent, subject: str | None) -> tuple[str, ...]:
-    return (agent.name,) if subject is None else (agent.name, subject)
-
-
-def _fields(value: Mapping[str, Any]) -> dict[str, Any]:
-    """The memory fields of a put's value; anything else is refused, so nothing is dropped."""
-    unknown = sorted(set(value) - set(VALUE_FIELDS))
-    if unknown:
+def _as_json(value: Any) -> str:
+    """Compact JSON; the C1 controls and DEL, which the hive drops from a stored text (JSON
+    escapes the C0 ones), escaped, so the value reads back exactly."""
+    try:
+        dumped = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return _UNSTORED.sub(lambda m: f"\\u{ord(m.group(0)):04x}", dumped)
+    except (TypeError, ValueError) as exc:
         raise ValidationError(
-            f"A HivekeepStore value holds {', '.join(VALUE_FIELDS)}; {unknown} would not be "
-            "stored. Put the memory's text in 'content'."
-        )
-    if not isinstance(value.get("content"), str):
-        raise ValidationError("A HivekeepStore value needs 'content': the memory's text.")
-    return {
-        "content": value["content"],
-        "category": value.get("category") or DEFAULT_CATEGORY,
-        "importance": value.get("importance"),
-        "scope": value.get("scope") or "private",
-        "source_context": value.get("source_context"),
-    }
+            f"A HivekeepStore value is stored as JSON and read back exactly; this one is not "
+            f"JSON ({exc})."
+        ) from exc
 
 
-def _add(agent: Agent, subject: str | None, key: str, fields: dict[str, Any]) -> MemoryRecord:
-    """Memorize the value under ``key``: a new memory, or, when the namespace already holds the
-    text (dedup), the key is added to that memory, whose item it then reads."""
-    written = agent.memorize(
-        fields["content"],
-        category=fields["category"],
-        subject=subject,
-        importance=fields["importance"],
-        scope=fields["scope"],
-        source_context=KEYS.source_context([key], fields["source_context"]),
-    )
-    found = written.memory
-    if not written.duplicate or key in KEYS.names(found):
-        return found
-    if found.agent_id != agent.id or found.subject != subject:
-        where = (found.author_name, *(() if found.subject is None else (found.subject,)))
+def _searched_text(value: dict[str, Any], index: Any) -> str:
+    """The text an item is searched by: the fields ``index`` names (LangGraph's field paths;
+    ``"$"`` the whole value, as its text leaves), one per line; empty for ``index=False``."""
+    if index is False:
+        return ""
+    paths = [index] if isinstance(index, str) else index
+    if not isinstance(paths, list | tuple) or not all(isinstance(p, str) for p in paths):
         raise ValidationError(
-            f"Nothing was stored under {_namespace(agent, subject)!r}, key {key!r}: the hive "
-            f"already holds this text as memory {found.id}, key {KEYS.names(found)[0]!r} of "
-            f"{where!r}, and a key can only reach a memory of its own namespace. Read it there."
+            f"index is False, or a list of field paths such as ['title', 'tags[*]']; got {index!r}."
         )
-    return KEYS.rename(agent, found, None, key)
+    parts: list[str] = []
+    for path in paths:
+        parts.extend(_leaves(value) if path == "$" else get_text_at_path(value, path))
+    cleaned = (clean_text(part.replace("\x00", "")).strip() for part in parts)
+    return "\n".join(part for part in cleaned if part)  # as the hive stores a text
 
 
-def _item(agent: Agent, memory: MemoryRecord, key: str, score: float | None = None) -> SearchItem:
-    value: dict[str, Any] = {
-        "content": memory.content,
-        "category": memory.category.value,
-        "importance": memory.importance,
-        "scope": memory.scope.value,
-    }
-    context = KEYS.context(memory)
-    if context is not None:
-        value["source_context"] = context
-    return SearchItem(
-        namespace=_namespace(agent, memory.subject),
-        key=key,
-        value=value,
-        created_at=memory.created_at,  # type: ignore[arg-type]  # Item parses ISO strings
-        updated_at=memory.updated_at,  # type: ignore[arg-type]
-        score=score,
-    )
+def _leaves(value: Any) -> Iterator[str]:
+    """The value's text, in its order: strings as they are, numbers and booleans as JSON."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for part in value.values():
+            yield from _leaves(part)
+    elif isinstance(value, list | tuple):
+        for part in value:
+            yield from _leaves(part)
+    elif value is not None:
+        yield json.dumps(value)
 
 
-def _items(agent: Agent, memory: MemoryRecord, score: float | None = None) -> list[SearchItem]:
-    """One item per key that reaches the memory, as a key-value store lists them."""
-    return [_item(agent, memory, key, score) for key in KEYS.names(memory)]
+def _content(text: str) -> str:
+    """The memory's text: a memory holds at most ``MAX_CONTENT_CHARS``; the value is kept whole
+    in its record, so a longer text is searched by its start."""
+    return text[:MAX_CONTENT_CHARS]
 
 
-def _by_id(memory: MemoryRecord) -> str:
-    """The key of a memory written through another interface: its id."""
-    return str(memory.id)
+def _records_of(memory: MemoryRecord) -> list[Record]:
+    line = next((h for h in _heads(memory.source_context)[0] if h.startswith(KEY_MARK)), None)
+    if line is None:
+        return []
+    data = json.loads(line[len(KEY_MARK) :])
+    return [Record.from_json(r) for r in data]
 
 
-KEYS = Naming(KEY_MARK, _by_id)
+def _records(agent: Agent) -> Iterator[tuple[MemoryRecord, Record]]:
+    """Every item the agent's memories carry, with its memory, newest memory first."""
+    for memory in own_memories(agent):
+        for record in _records_of(memory):
+            yield memory, record
 
 
-def _find(
-    agent: Agent, subject: str | None, key: str, *, writing: bool = False
-) -> MemoryRecord | None:
-    """The memory under ``key`` in the namespace ``(agent, subject)`` exactly: subject labels are
-    case-sensitive, as LangGraph's are."""
-    return KEYS.find(_in_namespace(agent, subject, writing=writing), key)
+def _others(memory: MemoryRecord, record: Record) -> list[Record]:
+    """The memory's records but the one at ``record``'s namespace and key."""
+    return [
+        r for r in _records_of(memory) if (r.namespace, r.key) != (record.namespace, record.key)
+    ]
 
 
-def _in_namespace(agent: Agent, subject: str | None, *, writing: bool) -> Iterator[MemoryRecord]:
-    """The agent's own memories of the namespace, newest first. Recall and dedup match subjects
-    whatever their case, so a put (``writing``) under a label that differs from the agent's
-    subjects only in case is refused rather than mixed with theirs."""
-    for memory in own_memories(agent, subject=subject):
-        if memory.subject == subject:
-            yield memory
-        elif writing and subject is not None and memory.subject is not None:
-            raise InvalidNamespaceError(
-                f"Namespace label {subject!r} is the subject {memory.subject!r} of "
-                f"{agent.name!r}'s memories in another case; hivekeep matches subjects whatever "
-                f"their case, so it cannot be a namespace of its own. Use "
-                f"({agent.name!r}, {memory.subject!r})."
-            )
+def _alone(memory: MemoryRecord, record: Record) -> bool:
+    """Whether the item is all that reaches the memory, so a put may change it in place."""
+    return not _others(memory, record) and not _files_reach(memory)
 
 
-def _ranked(
-    agents: list[Agent], query: str, subject: str | None, category: str | None
-) -> list[SearchItem]:
+def _files_reach(memory: MemoryRecord) -> bool:
+    """Whether another adapter's names (a memory-tool file) reach the memory too."""
+    return _others_reach(memory.source_context, KEY_MARK)
+
+
+def _stored(records: Sequence[Record], memory: MemoryRecord | None) -> str:
+    """The source_context to store: the records' line, then the other adapters' lines and the
+    rest of the memory's source_context, as they were."""
+    line = KEY_MARK + _as_json([r.as_json() for r in records])
+    heads, rest = _heads(None if memory is None else memory.source_context)
+    others = [h for h in heads if not h.startswith(KEY_MARK)]
+    stored = "\n".join([line, *others, *([] if rest is None else [rest])])
+    if len(stored) > MAX_SOURCE_CONTEXT:
+        raise ValidationError(
+            f"This item is too large for HivekeepStore: a memory keeps its items' values in "
+            f"{MAX_SOURCE_CONTEXT} characters of JSON (namespaces, keys and times included), "
+            f"and this would take {len(stored)}. Store a smaller value, or the large part "
+            "elsewhere with a reference to it."
+        )
+    return stored
+
+
+def _ranked(agents: list[Agent], query: str) -> list[SearchItem]:
+    """Recall's hits for each agent, one item per indexed record, best first."""
     found = [
-        item
+        record.item(hit.score)
         for agent in agents
-        for hit in agent.recall(
-            query, limit=RECALL_POOL, subject=subject, category=category, count_retrieval=False
-        ).hits
-        if hit.memory.agent_id == agent.id and (subject is None or hit.memory.subject == subject)
-        for item in _items(agent, hit.memory, hit.score)
+        for hit in agent.recall(query, limit=RECALL_POOL, count_retrieval=False).hits
+        if hit.memory.agent_id == agent.id
+        for record in _records_of(hit.memory)
+        if record.indexed
     ]
     return sorted(found, key=lambda item: -(item.score or 0.0))
 
 
-def _newest(agents: list[Agent], subject: str | None, category: str | None) -> Iterator[SearchItem]:
-    for agent in agents:
-        for memory in own_memories(agent, subject=subject, category=category):
-            if subject is None or memory.subject == subject:
-                yield from _items(agent, memory)
+class FilterError(ValidationError, ValueError):
+    """A filter LangGraph's stores would refuse too (a ``ValueError`` there)."""
+
+
+_FILTER_KEY = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
 def _matches(value: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    """``InMemoryStore``'s filter: equality, or ``$eq $ne $gt $gte $lt $lte`` on a field."""
+    """LangGraph's filter: equality, or ``$eq $ne $gt $gte $lt $lte`` on a field; a key is a
+    field path (``user.name``), of letters, digits, ``_``, ``-`` and dots as in SqliteStore."""
     for field, condition in wanted.items():
-        have = value.get(field)
+        if not _FILTER_KEY.fullmatch(field):
+            raise FilterError(
+                f"Invalid filter key: {field!r}. A filter key is a field path of letters, "
+                "digits, '_', '-' and dots."
+            )
+        have = _at(value, field)
         if isinstance(condition, Mapping) and any(str(k).startswith("$") for k in condition):
             if not all(_compare(have, op, operand) for op, operand in condition.items()):
                 return False
         elif have != condition:
             return False
     return True
+
+
+def _at(value: Mapping[str, Any], path: str) -> Any:
+    """The field at ``path`` (a key itself, or dotted keys into nested objects); None if none."""
+    if path in value:
+        return value[path]
+    found: Any = value
+    for part in path.split("."):
+        if not isinstance(found, Mapping) or part not in found:
+            return None
+        found = found[part]
+    return found
 
 
 def _compare(have: Any, op: str, operand: Any) -> bool:
@@ -375,13 +486,20 @@ def _compare(have: Any, op: str, operand: Any) -> bool:
         raise ValidationError(
             f"Filter operator {op!r} is not supported; use $eq, $ne, $gt, $gte, $lt or $lte."
         )
-    if have is None:
-        return False  # a memory without importance is neither above nor below a bound
-    a, b = float(have), float(operand)
-    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
+    try:
+        return bool(
+            {
+                "$gt": lambda: have > operand,
+                "$gte": lambda: have >= operand,
+                "$lt": lambda: have < operand,
+                "$lte": lambda: have <= operand,
+            }[op]()
+        )
+    except TypeError:  # a missing field, or one of another type, is neither above nor below
+        return False
 
 
-def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+def _does_match(condition: MatchCondition, namespace: Namespace) -> bool:
     """A ``list_namespaces`` prefix or suffix condition; ``"*"`` matches any label."""
     path = tuple(condition.path)
     if not path:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias
 
 from hivekeep.errors import ValidationError
+from hivekeep.redact import shown_url
 
 if TYPE_CHECKING:  # numpy loads with the store, not with the settings and protocols
     import numpy as np
@@ -63,7 +64,7 @@ class Remote(ABC):
     base_url: str
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+        return f"{type(self).__name__}(model={self.model!r}, base_url={shown_url(self.base_url)!r})"
 
     @abstractmethod
     def close(self) -> None:

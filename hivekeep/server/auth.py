@@ -25,6 +25,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import Scope
 
 from hivekeep import Access, Hive
+from hivekeep.core.access_tokens import admin_token_problem
 from hivekeep.server.scopes import check_route
 
 _bearer = HTTPBearer(
@@ -34,30 +35,7 @@ _bearer = HTTPBearer(
 )
 
 
-MIN_TOKEN_CHARS = 16
 API_PREFIX = "/api"
-
-
-def token_problem(secret: str) -> str | None:
-    """Why ``secret`` cannot protect a server, or None.
-
-    Refused at start rather than failing every request later: a header is read as latin-1, so a
-    non-ASCII token could never match, and a short one could be guessed.
-    """
-    if not secret.strip():
-        return "An API token must not be empty."
-    if not secret.isascii() or not secret.isprintable():
-        return (
-            "The API token (HIVEKEEP_API_TOKEN) must be printable ASCII: an HTTP header cannot "
-            "carry other characters reliably, so no client could ever match it. Use e.g. "
-            "`openssl rand -hex 32`."
-        )
-    if len(secret) < MIN_TOKEN_CHARS:
-        return (
-            f"The API token (HIVEKEEP_API_TOKEN) has {len(secret)} characters; use at least "
-            f"{MIN_TOKEN_CHARS}, e.g. `openssl rand -hex 32`."
-        )
-    return None
 
 
 def _refused(message: str) -> HTTPException:
@@ -67,7 +45,7 @@ def _refused(message: str) -> HTTPException:
 def bearer_auth(admin_token: str | None) -> Callable[..., None]:
     """A dependency that sets ``request.state.access`` and refuses what it may not do."""
     if admin_token is not None:
-        problem = token_problem(admin_token)
+        problem = admin_token_problem(admin_token)
         if problem is not None:
             raise ValueError(problem)
 
@@ -85,6 +63,12 @@ def bearer_auth(admin_token: str | None) -> Callable[..., None]:
                 "HIVEKEEP_API_TOKEN or a token from `hivekeep tokens create`."
             )
         request.state.access = access
+        # for a long answer (an event stream): is the token still live? (the admin's always is)
+        request.state.token_live = (
+            None
+            if access.admin
+            else lambda: hive.tokens.authenticate(bearer, admin_token, record_use=False) == access
+        )
         check_route(hive, access, request, route_template(request.scope))
 
     return authorize

@@ -14,6 +14,14 @@ The bus calls subscribers synchronously on the publisher's thread (a threadpool 
 route); ``Subscription`` hands each event to this connection's event loop with
 ``call_soon_threadsafe`` into a bounded queue. A client too slow to drain it is disconnected, and
 resumes from its last event id on reconnect, rather than letting the queue grow without limit.
+
+A stream lives no longer than the right to open it (issue 32): a scoped token's stream checks
+that its token is still live before each event it sends, and at least every ``RECHECK_S`` seconds
+while idle (a revocation by another process, ``hivekeep tokens revoke``, is seen there); it also
+ends when the token is revoked through this server (``EventStreams.close_where``) and when one of
+the token's agents, or the agent it watches, is deleted (``agent:deleted``, or a gone agent found
+by the periodic check when another process deleted it). The client may reconnect: its token is
+then checked as on any request.
 """
 
 from __future__ import annotations
@@ -22,14 +30,14 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from hivekeep import Access
+from hivekeep import Access, Hive
 from hivekeep.core.bounds import MAX_ID
 from hivekeep.events import REPLAY, Event, EventBus
 from hivekeep.metrics import EVENT_SUBSCRIBERS
@@ -37,6 +45,7 @@ from hivekeep.server.auth import AccessDep
 from hivekeep.server.deps import HiveDep, resolve_agent, unknown_agent
 
 HEARTBEAT_S = 15.0
+RECHECK_S = 1.0  # how soon an idle stream notices a revocation or deletion by another process
 RETRY_MS = 3000  # how long a browser waits before reconnecting
 QUEUE_SIZE = REPLAY + 1024  # room for a full replay plus a burst
 EVERYONE = Access()  # the admin: every agent's events
@@ -57,15 +66,31 @@ def format_event(event: Event) -> str:
     return f"id: {event.id}\nevent: {event.type}\ndata: {data}\n\n"
 
 
+def _always() -> bool:
+    return True
+
+
 class Subscription:
-    """A bus subscriber that forwards (matching) events into one connection's asyncio queue."""
+    """A bus subscriber that forwards (matching) events into one connection's asyncio queue.
+
+    ``token_live``: whether the request's token is still live (checked before each event; None
+    for the admin, whose right cannot be revoked); ``agents_exist``: whether the agents the
+    stream depends on still exist (checked every ``RECHECK_S``). Both run in a worker thread."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, agent_id: int | None, access: Access = EVERYONE
+        self,
+        loop: asyncio.AbstractEventLoop,
+        agent_id: int | None,
+        access: Access = EVERYONE,
+        *,
+        token_live: Callable[[], bool] | None = None,
+        agents_exist: Callable[[], bool] = _always,
     ) -> None:
         self._loop = loop
         self.agent_id = agent_id
         self.access = access  # a scoped token never gets another agent's events
+        self.token_live = token_live
+        self.agents_exist = agents_exist
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=QUEUE_SIZE)
         self.overflowed = False
         self.closed = False
@@ -81,8 +106,26 @@ class Subscription:
 
     def __call__(self, event: Event) -> None:
         """Runs on the publisher's thread: never blocks, never raises into the write."""
+        if self.closed:
+            return
         if self.wants(event):
             self._send(event)
+        if event.type == "agent:deleted" and self.depends_on(event.agent_id):
+            self.close()
+
+    def depends_on(self, agent_id: int | None) -> bool:
+        """Whether deleting the agent ends this stream: the one it watches, or one of a scoped
+        token's agents."""
+        ids = self.access.agent_ids
+        return agent_id is not None and (
+            agent_id == self.agent_id or (ids is not None and agent_id in ids)
+        )
+
+    async def allowed(self, *, fully: bool) -> bool:
+        """Whether the stream may go on: the token live; with ``fully``, its agents there too."""
+        if self.token_live is not None and not await run_in_threadpool(self.token_live):
+            return False
+        return not fully or await run_in_threadpool(self.agents_exist)
 
     def close(self) -> None:
         """End the stream now, from any thread (what it had not sent, a reconnect replays)."""
@@ -117,8 +160,12 @@ class EventStreams:
 
     def close_all(self) -> None:
         """Safe from any thread, and from a signal handler."""
+        self.close_where(lambda _: True)
+
+    def close_where(self, ending: Callable[[Subscription], bool]) -> None:
+        """End the open streams ``ending`` picks (e.g. those of a revoked token), now."""
         with self._lock:
-            subscriptions = list(self._open)
+            subscriptions = [s for s in self._open if ending(s)]
         for subscription in subscriptions:
             subscription.close()
 
@@ -142,14 +189,26 @@ async def stream_events(
                 newest = event.id
                 if subscription.wants(event):
                     yield format_event(event)
+        clock = asyncio.get_running_loop().time
+        next_ping, next_check = clock() + heartbeat_s, clock() + RECHECK_S
         while not subscription.finished:
-            try:
-                queued = await asyncio.wait_for(subscription.queue.get(), heartbeat_s)
-            except TimeoutError:
+            if clock() >= next_check:
+                if not await subscription.allowed(fully=True):
+                    return
+                next_check = clock() + RECHECK_S
+            if clock() >= next_ping:
                 yield ": ping\n\n"
+                next_ping = clock() + heartbeat_s
+            try:
+                wait = max(0.0, min(next_ping, next_check) - clock())
+                queued = await asyncio.wait_for(subscription.queue.get(), wait)
+            except TimeoutError:
                 continue
-            if queued is not None and queued.id > newest:  # else: closing, or already replayed
-                yield format_event(queued)
+            if queued is None or queued.id <= newest:  # closing, or already replayed
+                continue
+            if not await subscription.allowed(fully=False):  # revoked by another process
+                return
+            yield format_event(queued)
     finally:
         EVENT_SUBSCRIBERS.dec()
         bus.unsubscribe(subscription)
@@ -184,7 +243,14 @@ async def events(
         agent_id = (await run_in_threadpool(resolve_agent, hive, agent)).id
         if not access.sees(agent_id):
             raise unknown_agent(agent)  # as for an agent that does not exist
-    subscription = Subscription(asyncio.get_running_loop(), agent_id, access)
+    watched = await run_in_threadpool(_existing, hive, _depended(access, agent_id))
+    subscription = Subscription(
+        asyncio.get_running_loop(),
+        agent_id,
+        access,
+        token_live=request.state.token_live,
+        agents_exist=(lambda: _existing(hive, watched) == watched) if watched else _always,
+    )
     start = last_event_id if last_event_id is not None else after
     return StreamingResponse(
         stream_events(
@@ -197,3 +263,12 @@ async def events(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+def _depended(access: Access, agent_id: int | None) -> set[int]:
+    """The agents whose deletion ends the stream (``Subscription.depends_on``)."""
+    return {*(access.agent_ids or ()), *(() if agent_id is None else (agent_id,))}
+
+
+def _existing(hive: Hive, ids: set[int]) -> set[int]:
+    return {agent.id for agent in hive.agents() if agent.id in ids} if ids else set()

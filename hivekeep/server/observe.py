@@ -5,6 +5,11 @@ not allow). It sets the ``hivekeep.logs`` context variables, so every line logge
 request runs carries its ``request_id`` and ``agent``; the id is the client's ``X-Request-ID``
 when it is a short plain token, else a new one, and is sent back in ``X-Request-ID``. The access
 line names the path without its query string: a recall's query is the user's own words.
+
+What a client sends never widens the metrics (issue 32): a method outside ``METHODS`` is counted
+as ``other``, a path no route answered as ``unmatched``, so ``/metrics`` holds a bounded set of
+series whatever arrives. Nor does it forge log lines: the access line shows the method and path
+with control characters escaped (``%0A`` in a path is a newline once decoded).
 """
 
 from __future__ import annotations
@@ -26,6 +31,15 @@ log = logging.getLogger("hivekeep.server.access")
 _CLIENT_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _AGENT_PATH = re.compile(r"^/api/agents/([^/]+)")
 UNMATCHED = "unmatched"  # one label for every path no route answered (bounded cardinality)
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER_METHOD = "other"  # one label for every other method a client makes up
+
+
+def printable(text: str) -> str:
+    """``text`` for one log line: control and other unprintable characters escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _request_id(headers: Headers) -> str:
@@ -59,9 +73,16 @@ class Observe:
         finally:
             elapsed = time.perf_counter() - start
             route = route_template(scope) if "route" in scope else UNMATCHED
-            labels = {"method": scope["method"], "route": route, "status": str(status)}
+            method = scope["method"] if scope["method"] in METHODS else OTHER_METHOD
+            labels = {"method": method, "route": route, "status": str(status)}
             HTTP_REQUESTS.labels(**labels).inc()
             HTTP_SECONDS.labels(**labels).observe(elapsed)
-            log.info("%s %s %d %.1fms", scope["method"], scope["path"], status, elapsed * 1000)
+            log.info(
+                "%s %s %d %.1fms",
+                printable(scope["method"]),
+                printable(scope["path"]),
+                status,
+                elapsed * 1000,
+            )
             REQUEST_ID.reset(tokens[0])
             AGENT.reset(tokens[1])

@@ -76,8 +76,10 @@ class TokenCount(BaseModel):
 # scoped API tokens (docs/server.md) -------------------------------------------------------------
 class NewAccessToken(Body):
     label: str = Field(min_length=1, max_length=64, description="A name for the token.")
-    agents: list[Annotated[str, AGENT_NAME]] = Field(
-        default_factory=list, max_length=100, description="Agents it acts as (none: every agent)."
+    agents: list[Annotated[str, AGENT_NAME]] | None = Field(
+        min_length=1,
+        max_length=100,
+        description="Agents it acts as; null: every agent. Required: an empty list is refused.",
     )
     read_only: bool = Field(default=False, description="May read and recall, change nothing.")
 
@@ -220,13 +222,25 @@ class SimilarMemory(BaseModel):
 
 class MemoryWritten(BaseModel):
     memory: MemoryOut
-    duplicate: bool = Field(description="True: an equivalent memory existed and is returned.")
+    duplicate: bool = Field(
+        description="True: no new memory; the write merged into the memory returned."
+    )
+    reworded: bool | None = Field(
+        default=None,
+        description="A duplicate of the same fact in other words: the text sent is now the "
+        "memory's content, the previous text kept in its history; left out otherwise.",
+    )
     merged_as_version: int | None = Field(
         default=None,
-        description="A duplicate: the version of the memory's history that keeps the text sent "
-        "(restoring it makes it current); left out when that text was the memory's already.",
+        description="A dated write older than the memory's text: the version of its history "
+        "that keeps the text sent (restoring it makes it current); left out otherwise.",
     )
-    note: str | None = Field(default=None, description="Says where a duplicate's text is kept.")
+    note: str | None = Field(default=None, description="Says what a merge did with the text.")
+    redacted: list[str] = Field(
+        default_factory=list,
+        description="The kind of each credential replaced by a marker (HIVEKEEP_SECRETS=redact); "
+        "left out when none.",
+    )
     similar: list[SimilarMemory] = Field(
         default_factory=list,
         description="Close memories already visible (at most 3, left out when none): one may "

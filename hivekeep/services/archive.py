@@ -6,19 +6,24 @@ import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Any
 
-from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule
+from hivekeep.core.credentials import SecretsPolicy
+from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Writing
 from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import clean_text, embedding_text, normalise_text
-from hivekeep.errors import ProviderError, ValidationError
+from hivekeep.errors import HivekeepError, NotFound, ProviderError, ValidationError
 from hivekeep.events import EventBus
 from hivekeep.metrics import MEMORIZED
+from hivekeep.services.credentials import CredentialGuard, automatic
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.services.newer import with_newer
 from hivekeep.store.base import (
     BY_AGENT,
     KEEP,
     Change,
+    Inserted,
     MemoryChanges,
     MemoryFilter,
     MemoryRecord,
@@ -28,8 +33,9 @@ from hivekeep.store.base import (
     Vector,
     _Keep,
 )
+from hivekeep.store.pending import PendingWrite
 from hivekeep.store.rows import first_version
-from hivekeep.types import Actor, EmbeddingState
+from hivekeep.types import Actor, EmbeddingState, Scope, Source
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +44,34 @@ Progress = Callable[[int, int], None]  # (done, total)
 
 @dataclass(frozen=True)
 class Memorized:
+    """What became of one write (SPEC 4.1: its text is live in ``memory`` when it returns, but
+    for a dated write older than the memory's text, kept as ``merged_version``)."""
+
     memory: MemoryRecord
-    duplicate: bool  # True: an equivalent memory already existed and is returned instead
+    duplicate: bool  # True: no new memory; the write merged into ``memory``, returned instead
     similar: tuple[MemoryRecord, ...] = ()  # close neighbours of a stored memory (see SPEC 4.1)
-    # a duplicate: the version of ``memory`` that keeps the text this write carried (None: the
-    # text was the memory's current state already); ``restore_memory`` makes it current
+    # a dated duplicate older than the memory's text: the version of ``memory`` that keeps the
+    # text this write carried; ``restore_memory`` makes it current
     merged_version: int | None = None
+    # a duplicate whose text became ``memory``'s content (the same fact, reworded): the
+    # previous text is its version before the newest; undo restores it
+    reworded: bool = False
+    redacted: tuple[str, ...] = ()  # the kind of each credential this write's text lost
+    # held for review (the agent's ``review`` setting): no memory yet; ``memory`` shows what it
+    # would be (id 0) until a person approves it (``hive.approve``)
+    pending: PendingWrite | None = None
+
+
+class HeldForReview(HivekeepError):
+    """An agent's update was held for a person's review: the memory is unchanged until then."""
+
+    def __init__(self, pending: PendingWrite) -> None:
+        super().__init__(
+            f"Held for review as pending write {pending.id}: memory {pending.memory_id} stays "
+            f"as it is until a person approves the change (`hivekeep review approve "
+            f"{pending.id}`)."
+        )
+        self.pending = pending
 
 
 @dataclass(frozen=True)
@@ -69,11 +97,13 @@ class ArchiveService:
         embeddings: EmbeddingService,
         dedup_threshold: float,
         events: EventBus,
+        guard: CredentialGuard,
     ) -> None:
         self.store = store
         self.embeddings = embeddings
         self.dedup = DedupRule(threshold=dedup_threshold)
         self.events = events
+        self.guard = guard
 
     def memorize_many(
         self,
@@ -82,6 +112,7 @@ class ArchiveService:
         batch_size: int = 256,
         vectors: Sequence[Vector | None] | None = None,
         by: Actor = Actor.AGENT,
+        approved: bool = False,
     ) -> list[Memorized]:
         """The one write path: embed in batches, then dedup and insert all in one transaction.
 
@@ -92,14 +123,38 @@ class ArchiveService:
         or, inside ``EventBus.deferred``, when the caller's transaction has committed. ``by``:
         who wrote them; another than the agent (a person typing into a UI) is recorded as the
         first version, in the same transaction, so history does not say "create by agent".
+        An agent's own writes (``by`` AGENT) are held instead where its ``review`` setting says
+        so, unless ``approved`` (a person's approval, ``Inbox.approve``).
         """
         memories = [_cleaned(m) for m in memories]  # control characters: see clean_text
+        if vectors is not None and len(vectors) != len(memories):
+            raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories.")
+        memories, redacted = self._screened(memories)  # before anything is written
+        held = {} if approved or by is not Actor.AGENT else self._hold(memories)
+        if held:  # the rest are written as usual; the held ones wait in the review inbox
+            rest = [i for i in range(len(memories)) if i not in held]
+            written = iter(
+                self.memorize_many(
+                    [memories[i] for i in rest],
+                    batch_size=batch_size,
+                    vectors=None if vectors is None else [vectors[i] for i in rest],
+                    by=by,
+                    approved=True,
+                )
+                if rest
+                else []
+            )
+            return [
+                _held(memories[i], held[i], redacted[i]) if i in held else next(written)
+                for i in range(len(memories))
+            ]
         if vectors is None:
             vectors = self.embed(memories, batch_size=batch_size)
-        elif len(vectors) != len(memories):
-            raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories.")
+        elif any(redacted):  # a vector made from the credential's text would keep its trace
+            vectors = [None if r else v for v, r in zip(vectors, redacted, strict=True)]
+        writer = None if by is Actor.AGENT else by  # None: as each memory's source says
         writes = [
-            MemoryWrite(memory, vector, normalise_text(memory.content))
+            MemoryWrite(memory, vector, normalise_text(memory.content), writer)
             for memory, vector in zip(memories, vectors, strict=True)
         ]
         if by is Actor.AGENT:
@@ -112,10 +167,70 @@ class ArchiveService:
                         first = replace(first_version(result.memory), changed_by=by)
                         self.store.put_memory_versions(result.memory.id, [first])
         for result in inserted:
-            MEMORIZED.labels(outcome=_outcome(result.duplicate, result.memory)).inc()
-            if not result.duplicate:
+            MEMORIZED.labels(outcome=_outcome(result)).inc()
+            if result.reworded:
+                self._publish("memory:updated", result.memory)
+            elif not result.duplicate:
                 self._publish("memory:created", result.memory)
-        return [Memorized(r.memory, r.duplicate, r.similar, r.merged_version) for r in inserted]
+        return [
+            Memorized(r.memory, r.duplicate, r.similar, r.merged_version, r.reworded, kinds)
+            for r, kinds in zip(inserted, redacted, strict=True)
+        ]
+
+    def review_mode(self, agent_id: int) -> str:
+        """The agent's ``review`` setting: ``off``, ``shared`` or ``all``."""
+        try:
+            return self.store.get_agent_settings(agent_id).review or "off"
+        except NotFound:  # a deleted author's memory: nobody's writes to hold
+            return "off"
+
+    def _hold(self, memories: Sequence[NewMemory]) -> dict[int, PendingWrite]:
+        """The memories the authors' review settings hold, stored in the inbox, by position."""
+        modes: dict[int, str] = {}
+        held: dict[int, PendingWrite] = {}
+        for i, memory in enumerate(memories):
+            if memory.agent_id not in modes:
+                modes[memory.agent_id] = self.review_mode(memory.agent_id)
+            mode = modes[memory.agent_id]
+            if mode == "all" or (mode == "shared" and memory.scope is Scope.SHARED):
+                source = "maintenance" if memory.source is Source.AUTOMATIC else "agent"
+                held[i] = self.store.hold_write(
+                    memory.agent_id, "memorize", None, _fields(memory), source
+                )
+                self.events.publish(
+                    "review:changed", memory.agent_id, pending_id=held[i].id, action="held"
+                )
+        return held
+
+    def _screened(
+        self, memories: Sequence[NewMemory]
+    ) -> tuple[list[NewMemory], list[tuple[str, ...]]]:
+        """The memories as each author's credential policy keeps them, and what each lost; one
+        refused memory refuses the whole call, before anything is written."""
+        policies: dict[int, SecretsPolicy] = {}
+        kept: list[NewMemory] = []
+        redacted: list[tuple[str, ...]] = []
+        for memory in memories:
+            if memory.agent_id not in policies:
+                policies[memory.agent_id] = self.guard.policy(memory.agent_id)
+            policy = policies[memory.agent_id]
+            if memory.source is Source.AUTOMATIC:  # nobody to read a refusal: see automatic()
+                policy = automatic(policy)
+            content = self.guard.screen(memory.content, policy, "content")
+            subject = self.guard.screen_optional(memory.subject, policy, "subject")
+            context = self.guard.screen_optional(memory.source_context, policy, "source_context")
+            lost = content.redacted + (subject.redacted if subject else ())
+            lost += context.redacted if context else ()
+            if lost:
+                memory = dataclasses.replace(
+                    memory,
+                    content=content.text,
+                    subject=subject.text if subject else None,
+                    source_context=context.text if context else None,
+                )
+            kept.append(memory)
+            redacted.append(lost)
+        return kept, redacted
 
     def embed(self, memories: Sequence[NewMemory], *, batch_size: int = 256) -> list[Vector | None]:
         """The vectors ``memorize_many`` would store, one per memory, in batches: None for the
@@ -141,11 +256,22 @@ class ArchiveService:
         changes: MemoryChanges,
         *,
         written: Change = BY_AGENT,
+        approved: bool = False,
     ) -> MemoryRecord:
         """Owner-only update; re-embeds only when the embedded text changed. The new state is
-        the memory's next version, recorded as ``written`` (who, which operation)."""
-        changes = _cleaned_changes(changes)
+        the memory's next version, recorded as ``written`` (who, which operation). An agent's
+        own update that its ``review`` setting holds raises HeldForReview (unless ``approved``)."""
+        changes = self._screened_changes(agent_id, _cleaned_changes(changes), written)
         current = self.store.get_memory(memory_id, agent_id)
+        if not approved and written.by is Actor.AGENT and current.agent_id == agent_id:
+            mode = self.review_mode(agent_id)
+            shared = current.scope is Scope.SHARED or changes.scope == Scope.SHARED
+            if mode == "all" or (mode == "shared" and shared):
+                held = self.store.hold_write(
+                    agent_id, "update", memory_id, _changed(changes), "agent"
+                )
+                self.events.publish("review:changed", agent_id, pending_id=held.id, action="held")
+                raise HeldForReview(held)
         content = current.content if isinstance(changes.content, _Keep) else changes.content
         subject = current.subject if isinstance(changes.subject, _Keep) else changes.subject
         old_text = embedding_text(current.content, current.subject)
@@ -160,34 +286,69 @@ class ArchiveService:
         self._publish("memory:updated", updated)
         return updated
 
+    def _screened_changes(
+        self, agent_id: int, changes: MemoryChanges, written: Change
+    ) -> MemoryChanges:
+        """An update's texts as the owner's credential policy keeps them."""
+        policy = self.guard.policy(agent_id)
+        if written.by is Actor.MAINTENANCE:
+            policy = automatic(policy)
+
+        def kept(value: str | _Keep | None, name: str) -> str | _Keep | None:
+            return self.guard.screen(value, policy, name).text if isinstance(value, str) else value
+
+        content = changes.content
+        return dataclasses.replace(
+            changes,
+            content=self.guard.screen(content, policy).text
+            if isinstance(content, str)
+            else content,
+            subject=kept(changes.subject, "subject"),
+            source_context=kept(changes.source_context, "source_context"),
+        )
+
     def known_as(
-        self, viewer_id: int, content: str, subject: str | None, *, excluding: int
+        self,
+        viewer_id: int,
+        content: str,
+        subject: str | None,
+        *,
+        excluding: int,
+        shared: bool = False,
     ) -> MemoryRecord | None:
         """The live memory, visible to ``viewer_id`` and other than ``excluding``, that a write
-        of this text would be deduplicated to (the same rule as ``memorize_many``: the same text,
-        else the rule over the closest vectors); None when there is none. For a restore, which
-        brings back an existing memory rather than inserting one."""
-        exact = self.store.find_same_text(
+        of this text (``shared``: of that scope) would merge into, by the same rule as
+        ``memorize_many`` over the same candidates; None when there is none. For a restore,
+        which brings back an existing memory rather than inserting one."""
+        same = self.store.find_same_text(
             viewer_id, normalise_text(content), subject, excluding=excluding
         )
-        close = [] if exact is None else [(exact, 1.0)]  # the same text is judged too
+        close = [(memory_id, 1.0) for memory_id in same]  # the same text key is judged too
         vector = self.embeddings.try_embed_one(embedding_text(content, subject))
-        if vector is not None:  # else the exact-text check stands alone, as for a pending write
+        if vector is not None:  # else the text-key candidates stand alone, as for a pending write
             close += [
                 (memory_id, similarity)
                 for memory_id, similarity in self.store.vector_search(
                     viewer_id, vector, NEIGHBOURS + 1, MemoryFilter(subject=subject)
                 )
-                if memory_id not in (excluding, exact) and similarity >= self.dedup.floor
+                if memory_id != excluding
+                and memory_id not in same
+                and similarity >= self.dedup.floor
             ]
         rows = self.store.fetch_memories(viewer_id, [memory_id for memory_id, _ in close])
         wanted = subject_key(subject)  # a filter of None keeps every subject: compare here
         candidates = [
-            Candidate(i, rows[i].content, score)
+            Candidate(
+                i,
+                rows[i].content,
+                score,
+                own=rows[i].agent_id == viewer_id,
+                shared=rows[i].scope is Scope.SHARED,
+            )
             for i, score in close
             if i in rows and subject_key(rows[i].subject) == wanted
         ]
-        found = self.dedup.judge(content, candidates).duplicate_of
+        found = self.dedup.judge(Writing(content, shared), candidates).duplicate_of
         return None if found is None else self.store.get_memory(found, viewer_id)
 
     def forget(self, agent_id: int, memory_id: int, *, by: Actor = Actor.AGENT) -> None:
@@ -240,6 +401,54 @@ class ArchiveService:
         return Backfill(done, self.store.count_pending())
 
 
+def _fields(memory: NewMemory) -> dict[str, Any]:
+    """A held memory's fields as the inbox keeps them (JSON)."""
+    return {
+        "content": memory.content,
+        "category": memory.category.value,
+        "subject": memory.subject,
+        "importance": memory.importance,
+        "scope": memory.scope.value,
+        "source_context": memory.source_context,
+        "source": memory.source.value,
+        "source_message_id": memory.source_message_id,
+        "created_at": memory.created_at,
+    }
+
+
+def _changed(changes: MemoryChanges) -> dict[str, Any]:
+    """A held update's changed fields (JSON); a field left out is kept."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(changes):
+        value = getattr(changes, f.name)
+        if not isinstance(value, _Keep):
+            out[f.name] = value.value if isinstance(value, Enum) else value
+    return out
+
+
+def _held(memory: NewMemory, pending: PendingWrite, redacted: tuple[str, ...]) -> Memorized:
+    """A held write's result: the memory it would become, id 0 (not a memory yet)."""
+    record = MemoryRecord(
+        id=0,
+        agent_id=memory.agent_id,
+        author_name=memory.author_name or "",
+        content=memory.content,
+        category=memory.category,
+        subject=memory.subject,
+        importance=memory.importance,
+        scope=memory.scope,
+        source_context=memory.source_context,
+        source=memory.source,
+        source_message_id=memory.source_message_id,
+        retrieval_count=0,
+        last_retrieved_at=None,
+        created_at=memory.created_at or pending.created_at,
+        updated_at=pending.created_at,
+        embedding_state=EmbeddingState.PENDING,
+    )
+    return Memorized(record, False, redacted=redacted, pending=pending)
+
+
 def _clean_field(value: str, name: str) -> str:
     """``value`` through ``clean_text`` and stripped (dropped controls may uncover spaces)."""
     cleaned = clean_text(value, name).strip()
@@ -256,11 +465,14 @@ def _optional(value: str | None, name: str) -> str | None:
     return None if value is None else (_clean_field(value, name) or None)
 
 
-def _outcome(duplicate: bool, memory: MemoryRecord) -> str:
+def _outcome(result: Inserted) -> str:
     """A write's ``hivekeep_memorize`` outcome."""
-    if duplicate:
+    if result.reworded:
+        return "reworded"
+    if result.duplicate:
         return "duplicate"
-    return "pending_embedding" if memory.embedding_state is EmbeddingState.PENDING else "stored"
+    pending = result.memory.embedding_state is EmbeddingState.PENDING
+    return "pending_embedding" if pending else "stored"
 
 
 def _cleaned(memory: NewMemory) -> NewMemory:

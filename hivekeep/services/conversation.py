@@ -11,6 +11,7 @@ from typing import Any
 from hivekeep.core import profile as profile_doc
 from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.context import build_context
+from hivekeep.core.credentials import SecretsPolicy
 from hivekeep.core.messages import Message
 from hivekeep.core.text import now_timestamp
 from hivekeep.core.tokens import count_tokens
@@ -143,6 +144,8 @@ class ConversationService:
         compacting_model: str | _Keep | None = KEEP,
         extraction_model: str | _Keep | None = KEEP,
         context_window: int | _Keep | None = KEEP,
+        secrets: str | _Keep | None = KEEP,
+        review: str | _Keep = KEEP,
     ) -> AgentSettings:
         """Change the agent's model spec and/or compaction overrides (validated before saving).
 
@@ -156,6 +159,20 @@ class ConversationService:
             if context_window is not None:
                 check_context_window(context_window)
             new = dataclasses.replace(new, context_window=context_window)
+        if not isinstance(secrets, _Keep):
+            if secrets is not None and secrets not in set(SecretsPolicy):
+                raise ValidationError(
+                    f"secrets {secrets!r} must be one of redact, refuse, allow (or None: the "
+                    "hive's HIVEKEEP_SECRETS).",
+                    field="secrets",
+                )
+            new = dataclasses.replace(new, secrets=secrets)
+        if not isinstance(review, _Keep):
+            if review not in ("off", "shared", "all"):
+                raise ValidationError(
+                    f"review {review!r} must be one of off, shared, all.", field="review"
+                )
+            new = dataclasses.replace(new, review=None if review == "off" else review)
         specs: dict[str, str | _Keep | None] = {
             "model": model,
             "compacting_model": compacting_model,

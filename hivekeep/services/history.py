@@ -125,7 +125,13 @@ class HistoryService:
         check_live_fields(target.content, target.subject, target.importance)
         if live is not None and target.content == live.content:
             return  # the text is live already: the restore adds no copy of it
-        known = self.archive.known_as(agent_id, target.content, target.subject, excluding=memory_id)
+        known = self.archive.known_as(
+            agent_id,
+            target.content,
+            target.subject,
+            excluding=memory_id,
+            shared=target.scope is Scope.SHARED,
+        )
         if known is not None:
             what = f"memory {memory_id}"
             if not whole:

@@ -19,6 +19,7 @@ from hivekeep.config import Settings
 from hivekeep.errors import ValidationError
 from hivekeep.providers.llm.base import LLM
 from hivekeep.providers.llm.registry import available_llms, create_llm
+from hivekeep.redact import shown_url
 from hivekeep.store.base import Store
 
 Purpose = Literal["chat", "compaction", "maintenance", "review"]
@@ -130,10 +131,14 @@ class LLMResolver:
             self._built = {k: m for k, m in self._built.items() if _provider(k[0]) != provider}
 
     def credentials(self) -> dict[str, dict[str, str | bool | None]]:
-        """What was set per provider: whether a key is (never the key) and the base URL."""
+        """What was set per provider: whether a key is (never the key) and the base URL (never
+        a user, password or query string in it: ``hivekeep.redact``)."""
         with self._lock:
             return {
-                provider: {"api_key_set": "api_key" in set_, "base_url": set_.get("base_url")}
+                provider: {
+                    "api_key_set": "api_key" in set_,
+                    "base_url": shown_url(set_["base_url"]) if set_.get("base_url") else None,
+                }
                 for provider, set_ in sorted(self._credentials.items())
             }
 

@@ -6,6 +6,10 @@ memory unchanged since it was shown, so a retry after a crash finds other groups
 memories (deduplicated, so a retry re-adds nothing), then memory updates, then the profile
 (compare-and-swap), then the summaries' status. A crash anywhere before the last step leaves them
 ``pending`` and the whole step is retried.
+
+Privacy follows the text: the call writes into private memories only. New memories are private,
+an update of a memory shared since it was shown is skipped (checked in the update's transaction),
+and consolidation ops apply only to memories unchanged since they were shown in private groups.
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ MAX_ATTEMPTS = 5  # after this many failures a batch stays 'failed' (visible) un
 KNOWN_POOL = 1000  # newest own memories (only own: see _own_memories) the index is chosen from
 MAX_OUTPUT_TOKENS = 4096
 BATCH_SHARE = 0.5  # of the model's window that one call's batch of summaries may fill
+
+
+class _SharedNow(Exception):
+    """Rolls back a maintenance update of a memory that is shared by the time it is written."""
 
 
 @dataclass(frozen=True)
@@ -282,13 +290,31 @@ class MaintenanceService:
                 importance=KEEP if op.importance is None else op.importance,
             )
             try:
-                self.archive.update(agent_id, op.memory_id, changes, written=BY_MAINTENANCE)
-                updated += 1
+                if self._update_private(agent_id, op.memory_id, changes):
+                    updated += 1
+                else:
+                    notes.append(
+                        f"update of memory {op.memory_id} skipped: it is shared now "
+                        "(maintenance never changes a shared memory)"
+                    )
             except NotFound:
                 notes.append(f"update of memory {op.memory_id} skipped: it no longer exists")
             except HivekeepError as exc:
                 notes.append(f"update of memory {op.memory_id} skipped: {exc}")
         return added, updated
+
+    def _update_private(self, agent_id: int, memory_id: int, changes: MemoryChanges) -> bool:
+        """Update the memory if it is private when written, or roll the update back and say
+        False: a person may share it while the model thinks, and the update was written for a
+        private memory. The scope is the one the update's row lock saw (both engines)."""
+        try:
+            with self.archive.events.deferred(), self.store.transaction():
+                written = self.archive.update(agent_id, memory_id, changes, written=BY_MAINTENANCE)
+                if written.scope is not Scope.PRIVATE:
+                    raise _SharedNow
+        except _SharedNow:
+            return False
+        return True
 
     def _failed(self, ids: tuple[int, ...], error: str) -> MaintenanceOutcome:
         log.warning("Maintenance of summaries %s failed: %s", ids, error)
@@ -297,11 +323,11 @@ class MaintenanceService:
 
 
 def _known(r: MemoryRecord) -> m.KnownMemory:
-    return m.KnownMemory(r.id, r.content, r.category.value, r.subject, r.created_at)
+    return m.KnownMemory(r.id, r.content, r.category.value, r.subject, r.created_at, r.scope)
 
 
 def _candidate(r: MemoryRecord) -> c.TwinCandidate:
-    return c.TwinCandidate(r.id, r.content, r.subject, r.created_at, r.updated_at)
+    return c.TwinCandidate(r.id, r.content, r.subject, r.created_at, r.updated_at, r.scope)
 
 
 def _described(op: c.Merge | c.Retire) -> str:

@@ -9,6 +9,7 @@ from hivekeep.core.text import clean_text
 from hivekeep.core.tokens import count_tokens
 from hivekeep.errors import ConflictError, NotFound
 from hivekeep.events import EventBus
+from hivekeep.services.credentials import CredentialGuard, automatic
 from hivekeep.store.base import Change, ProfileRecord, ProfileVersion, Store
 from hivekeep.types import Actor, Operation
 
@@ -17,10 +18,15 @@ DROPPED = "the profile was edited while the model was writing; the rewrite was d
 
 
 class ProfileService:
-    def __init__(self, store: Store, budget: int, events: EventBus) -> None:
+    def __init__(self, store: Store, budget: int, events: EventBus, guard: CredentialGuard) -> None:
         self.store = store
         self.budget = budget
         self.events = events
+        self.guard = guard
+
+    def _screened(self, agent_id: int, text: str, field: str) -> str:
+        """``text`` as the agent's credential policy keeps it (CredentialRefused: refused)."""
+        return self.guard.screen(text, self.guard.policy(agent_id), field).text
 
     def _saved(self, profile: ProfileRecord, source: str) -> ProfileRecord:
         self.events.publish(
@@ -43,6 +49,7 @@ class ProfileService:
         (a lost compare-and-swap would otherwise mean retries, and under load, failures)."""
 
         content = clean_text(content, "content")  # control characters: see clean_text
+        content = self._screened(agent_id, content, "content")
 
         unchanged = False
 
@@ -77,7 +84,8 @@ class ProfileService:
         without it, the current revision is used (last writer wins, but never a half write).
         """
         current = self.store.get_profile(agent_id)
-        text = doc.serialise(doc.parse(clean_text(text, "text")))
+        text = self._screened(agent_id, clean_text(text, "text"), "text")
+        text = doc.serialise(doc.parse(text))
         tokens = doc.check_edit_budget(current.text, text, self.budget, count_tokens)
         revision = current.revision if expected_revision is None else expected_revision
         saved = self.store.save_profile(
@@ -102,10 +110,11 @@ class ProfileService:
                 "List them with `hivekeep history --agent NAME`."
             )
         current = versions[0]
-        tokens = doc.check_edit_budget(current.text, target.text, self.budget, count_tokens)
+        text = self._screened(agent_id, target.text, "text")  # a version may hold one
+        tokens = doc.check_edit_budget(current.text, text, self.budget, count_tokens)
         saved = self.store.save_profile(
             agent_id,
-            target.text,
+            text,
             tokens,
             expected_revision=current.version,
             manual=True,
@@ -127,6 +136,8 @@ class ProfileService:
             return RewriteResult(False, current, (DROPPED,), conflict=True)
         if candidate is not None:  # the model's own output: controls (NUL too) are dropped
             candidate = clean_text(candidate.replace("\x00", ""), "profile")
+            policy = automatic(self.guard.policy(agent_id))
+            candidate = self.guard.screen(candidate, policy, "profile").text
         outcome = doc.guard_rewrite(current.text, candidate, self.budget, count_tokens)
         if not outcome.applied or outcome.text == current.text:
             return RewriteResult(False, current, outcome.notes or ("no change",))

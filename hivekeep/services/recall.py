@@ -196,8 +196,10 @@ class RecallService:
     ) -> tuple[str, ...]:
         """The terms that tell memories apart. In an archive of fewer than ``pool`` memories, a
         term every one of them holds ("user" in four "The user …" facts) ranks them by length
-        alone, and would steer the vector arm with that noise."""
-        _, visible = self.store.list_memories(agent_id, filters, 1, 0)
+        alone, and would steer the vector arm with that noise. Counting stops at ``pool``: a
+        large archive is told apart in ``pool`` rows read (counting it all was the frequent-word
+        regression of issue 35: 100k rows counted and sorted on every such recall)."""
+        visible = self.store.count_memories(agent_id, filters, pool)
         if not 1 < visible < pool:  # one memory cannot be mis-ranked; a large archive is not
             return terms
         return tuple(

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from hivekeep.core import access_tokens
 from hivekeep.core.text import format_timestamp
-from hivekeep.errors import NotFound
+from hivekeep.errors import NotFound, ValidationError
 from hivekeep.store.base import Store
 from hivekeep.store.tokens import NewToken, TokenRecord
 
@@ -64,13 +64,21 @@ class TokenService:
         self._store = store
 
     def create(
-        self, label: str, agents: Sequence[int | str] = (), *, read_only: bool = False
+        self, label: str, agents: Sequence[int | str] | None = None, *, read_only: bool = False
     ) -> CreatedToken:
-        """A token acting as ``agents`` (ids or names; none: every agent), read-only if asked.
+        """A token acting as ``agents`` (ids or names; None: every agent), read-only if asked.
 
-        The agents must exist (AgentNotFound otherwise); the label must be unused."""
+        The agents must exist (AgentNotFound otherwise); the label must be unused. An empty
+        list is refused rather than read as every agent: a list that came out empty by mistake
+        must not give the widest scope."""
         label = access_tokens.token_label(label)
-        ids = tuple(dict.fromkeys(self._agent_id(key) for key in agents)) or None
+        if agents is not None and not agents:
+            raise ValidationError(
+                "A token acts as at least one agent: name them, or pass None (null over REST) "
+                "for a token of every agent.",
+                field="agents",
+            )
+        ids = None if agents is None else tuple(dict.fromkeys(map(self._agent_id, agents)))
         key_id = secrets.token_hex(access_tokens.KEY_ID_HEX // 2)
         secret = secrets.token_urlsafe(32)
         salt = secrets.token_hex(16)
@@ -97,8 +105,9 @@ class TokenService:
                 f"No token labelled {label.strip()!r}; list them with `hivekeep tokens list`."
             )
 
-    def verify(self, token: str) -> TokenRecord | None:
-        """The token's record if ``token`` is a live token of this hive, else None."""
+    def verify(self, token: str, *, record_use: bool = True) -> TokenRecord | None:
+        """The token's record if ``token`` is a live token of this hive, else None; its use is
+        recorded (``last_used_at``) unless ``record_use`` is False (a re-check of a stream)."""
         parts = access_tokens.split(token)
         if parts is None:
             return None
@@ -106,12 +115,15 @@ class TokenService:
         if stored is None or not access_tokens.matches(stored.salt, parts[1], stored.secret_hash):
             return None
         now = datetime.now(UTC)
-        self._store.touch_token(
-            stored.record.id, format_timestamp(now), format_timestamp(now - TOUCH_EVERY)
-        )
+        stale_before = format_timestamp(now - TOUCH_EVERY)
+        used = stored.record.last_used_at
+        if record_use and (used is None or used < stale_before):  # else no write: reads stay reads
+            self._store.touch_token(stored.record.id, format_timestamp(now), stale_before)
         return stored.record
 
-    def authenticate(self, bearer: str | None, admin_token: str | None) -> Access | None:
+    def authenticate(
+        self, bearer: str | None, admin_token: str | None, *, record_use: bool = True
+    ) -> Access | None:
         """Who a request bearing ``bearer`` (None: no token) acts as on a server whose admin
         token is ``admin_token``; None: refused (401). The rules of docs/server.md:
 
@@ -125,7 +137,7 @@ class TokenService:
                 return ADMIN
         elif admin_token is None and (bearer is None or not access_tokens.is_scoped_token(bearer)):
             return ADMIN
-        found = None if bearer is None else self.verify(bearer)
+        found = None if bearer is None else self.verify(bearer, record_use=record_use)
         return None if found is None else Access.of(found)
 
     def _agent_id(self, key: int | str) -> int:

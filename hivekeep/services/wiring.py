@@ -20,12 +20,16 @@ from hivekeep.services.chat import ChatService
 from hivekeep.services.compaction import CompactionService
 from hivekeep.services.compile import ProfileCompiler
 from hivekeep.services.conversation import ConversationService
+from hivekeep.services.credentials import CredentialGuard
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.services.history import HistoryService
 from hivekeep.services.llms import LLMResolver
 from hivekeep.services.maintenance import MaintenanceService
 from hivekeep.services.profile import ProfileService
 from hivekeep.services.recall import RecallService
+from hivekeep.services.remember import RememberService
+from hivekeep.services.threads import ThreadService
+from hivekeep.services.transfer.chat_exports import ChatImporter
 from hivekeep.store.base import Store
 
 
@@ -45,6 +49,8 @@ class Services:
     compaction: CompactionService
     chats: ChatService
     compiler: ProfileCompiler
+    remember: RememberService
+    chat_imports: ChatImporter
 
 
 def wire(
@@ -57,12 +63,16 @@ def wire(
 ) -> Services:
     """Every service over ``store``; ``tools``: the schemas a chat turn offers the model."""
     events = EventBus()
-    archive = ArchiveService(store, embeddings, settings.dedup_threshold, events)
-    profiles = ProfileService(store, settings.profile_max_tokens, events)
+    guard = CredentialGuard(store, settings.secrets)
+    archive = ArchiveService(store, embeddings, settings.dedup_threshold, events, guard)
+    profiles = ProfileService(store, settings.profile_max_tokens, events, guard)
     llms = LLMResolver(store, settings, llm)
     conversations = ConversationService(store, settings.compaction(), tools)
     maintenance = MaintenanceService(store, archive, profiles)
     compaction = CompactionService(store, events, conversations, profiles, maintenance, llms)
+    remember = RememberService(
+        store, archive, profiles, conversations, maintenance, llms, ThreadService(store)
+    )
     return Services(
         settings=settings,
         store=store,
@@ -78,4 +88,6 @@ def wire(
         compaction=compaction,
         chats=ChatService(store, conversations, profiles, compaction, llms),
         compiler=ProfileCompiler(store, profiles, llms),
+        remember=remember,
+        chat_imports=ChatImporter(remember),
     )

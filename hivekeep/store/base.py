@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from hivekeep.core.dedup import DedupRule
 from hivekeep.store.conversations import ConversationStore
+from hivekeep.store.pending import PendingStore
 from hivekeep.store.tokens import TokenStore
 from hivekeep.types import Actor, Category, EmbeddingState, Operation, Scope, Source
 
@@ -100,6 +101,7 @@ class MemoryWrite:
     memory: NewMemory
     vector: Vector | None
     text_key: str
+    by: Actor | None = None  # who writes it, as history records a reword (None: ``writer``)
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ class Inserted:
     similar: tuple[MemoryRecord, ...] = ()  # close neighbours of a stored memory, closest first
     # a duplicate: the version of ``memory`` that keeps the text the write carried (``merge``)
     merged_version: int | None = None
+    reworded: bool = False  # a duplicate whose text became ``memory``'s current text
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,7 @@ class TrashedMemory:
     deleted_by: Actor
 
 
-class Store(ConversationStore, TokenStore, Protocol):
+class Store(ConversationStore, TokenStore, PendingStore, Protocol):
     """What services may ask of storage. Each method is one transaction, unless called inside
     ``transaction()``, which joins several into one."""
 
@@ -299,19 +302,21 @@ class Store(ConversationStore, TokenStore, Protocol):
 
     # memories ---------------------------------------------------------------------------------
     def insert_memories(self, writes: Sequence[MemoryWrite], *, dedup: DedupRule) -> list[Inserted]:
-        """Insert each memory unless a duplicate is visible to its author, in one transaction.
+        """Insert each memory unless it merges into one visible to its author, in one
+        transaction; afterwards the write's text is live (SPEC 4.1: a write is never hidden).
 
         Returns one ``Inserted`` per write, in order. Only memories with the same subject are
         candidates (``subject_key``: trimmed and case-folded; no subject matches only no
-        subject). Duplicate: the same ``text_key`` among the author's visible memories of that
-        subject, else what ``dedup.judge`` picks among the ``NEIGHBOURS`` closest of them at or
-        above ``dedup.floor`` — memories inserted earlier in the same call included.
-
-        A duplicate keeps the text it carried as a ``merge`` version of the memory it matched
-        (``merged_version``; not repeated when the newest version is already the same merge by
-        the same writer). A stored memory carries the neighbours the rule chose to show, and is
-        linked to each as their newer near-twin (``newer_memories``). A write with ``vector``
-        None is stored as pending (found by full text, backfilled later).
+        subject): the author's visible memories of that subject with the same ``text_key``, and
+        the ``NEIGHBOURS`` closest of them at or above ``dedup.floor`` — memories inserted or
+        reworded earlier in the same call included. ``dedup.judge`` decides (the key alone never
+        merges): an exact repeat of a memory's text changes nothing; the same fact as a memory
+        the author owns, of the write's scope, makes the write's text that memory's content (a
+        ``reword`` version; ``reworded``), or for a dated write older than that text keeps it as
+        a ``merge`` version (``merged_version``); another agent's memory is never changed. A
+        stored memory carries the neighbours the rule chose to show, and is linked to each as
+        their newer near-twin (``newer_memories``). A write with ``vector`` None is stored (or
+        reworded) as pending (found by full text, backfilled later).
         """
         ...
 
@@ -321,10 +326,10 @@ class Store(ConversationStore, TokenStore, Protocol):
 
     def find_same_text(
         self, viewer_id: int, text_key: str, subject: str | None, *, excluding: int = 0
-    ) -> int | None:
-        """The oldest memory visible to the viewer, other than ``excluding``, with this
-        ``text_key`` and subject: the exact-duplicate check of ``insert_memories``, for a
-        restore."""
+    ) -> list[int]:
+        """The memories visible to the viewer, other than ``excluding``, with this ``text_key``
+        and subject, oldest first (at most ``NEIGHBOURS``): the exact-text candidates of
+        ``insert_memories``, for a restore."""
         ...
 
     def newer_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
@@ -459,6 +464,11 @@ class Store(ConversationStore, TokenStore, Protocol):
         """Newest first, with the total count of matches."""
         ...
 
+    def count_memories(self, viewer_id: int, filters: MemoryFilter, at_most: int) -> int:
+        """How many visible memories pass the filters, counted no further than ``at_most``: a
+        question such as "fewer than 20?" reads at most 20 rows, whatever the hive's size."""
+        ...
+
     def mark_retrieved(self, ids: Sequence[int]) -> None: ...
 
     def pending_embeddings(self, limit: int) -> list[PendingEmbedding]: ...
@@ -503,6 +513,16 @@ class Store(ConversationStore, TokenStore, Protocol):
 
     def profile_history(self, agent_id: int) -> list[ProfileVersion]:
         """Every kept version of the profile, newest first (the current one included)."""
+        ...
+
+    def drop_memory_versions(self, memory_id: int, versions: Sequence[int]) -> int:
+        """Delete these recorded versions of a memory (a credential scrub: a version keeps the
+        text it had); returns how many were deleted."""
+        ...
+
+    def drop_profile_versions(self, agent_id: int, versions: Sequence[int]) -> int:
+        """Delete these recorded versions of a profile, never its current revision; returns
+        how many were deleted."""
         ...
 
     def put_profile_history(

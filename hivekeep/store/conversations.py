@@ -197,6 +197,8 @@ class AgentSettings:
     compacting_model: str | None = None
     extraction_model: str | None = None
     context_window: int | None = None
+    secrets: str | None = None  # this agent's credential policy (None: the hive's HIVEKEEP_SECRETS)
+    review: str | None = None  # which of its own writes wait for a person: off, shared, all
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -205,6 +207,8 @@ class AgentSettings:
             "compacting_model": self.compacting_model,
             "extraction_model": self.extraction_model,
             "context_window": self.context_window,
+            "secrets": self.secrets,
+            "review": self.review,
         }
 
     @classmethod
@@ -215,6 +219,8 @@ class AgentSettings:
             compacting_model=data.get("compacting_model"),
             extraction_model=data.get("extraction_model"),
             context_window=data.get("context_window"),
+            secrets=data.get("secrets"),
+            review=data.get("review"),
         )
 
 
@@ -284,6 +290,22 @@ class ConversationStore(Protocol):
 
     def summary_messages(self, summary_ids: Sequence[int]) -> list[MessageRecord]:
         """The messages folded into these summaries, oldest first."""
+        ...
+
+    def delete_raw_message(self, conversation_id: int, message_id: int) -> None:
+        """Delete a message not yet folded (a framework session taking its last item back).
+
+        Raises NotFound when it is not a message of this conversation, ConflictError (deleting
+        nothing) when it is folded into a summary or is a compaction record: what a summary or
+        the archive already drew from it cannot be taken back.
+        """
+        ...
+
+    def set_message_record(
+        self, conversation_id: int, message_id: int, record: Mapping[str, Any] | None
+    ) -> None:
+        """Replace a message's ``record`` (the JSON an adapter keeps with it); NotFound when it
+        is not a message of this conversation."""
         ...
 
     # summaries --------------------------------------------------------------------------------

@@ -64,5 +64,6 @@ class TokenStore(Protocol):
 
     def touch_token(self, token_id: int, used_at: str, stale_before: str) -> None:
         """Set ``last_used_at`` to ``used_at`` unless it is already at or after ``stale_before``
-        (so a busy token costs a write a minute, not one a request)."""
+        (so a busy token costs a write a minute, not one a request). Best effort: skipped, not
+        waited for, while another writer holds the store (a read must never wait on it)."""
         ...

@@ -17,6 +17,15 @@ rows changed (re-reading a row costs about ten times what a full scan costs per 
 own changes are applied at once, inside its transaction; a rollback drops the cache, which then
 reloads on the next read.
 
+Bounded: an audience's matrix is loaded on the first read that needs it (a search, a batch's
+dedup, the vectors of some hits), and matrices are evicted least recently used once the cache
+holds more than its budget of bytes (``HIVEKEEP_VECTOR_CACHE_MB``, ``DEFAULT_BUDGET_MB``), so a
+hive of many tenants holds those recently searched, not all. A read keeps the matrices it needs
+(the viewer's and the shared one) even past the budget. A change to a memory whose audience is not
+loaded is skipped: the audience's load reads the file as it is then. A load reads the audience's
+rows from ``memories`` (indexed by owner and by scope), then their vectors: by id when they are a
+small share of ``memory_vec``, by one scan of it otherwise.
+
 Pruning rule: when ``seq`` reaches a multiple of ``PRUNE_EVERY``, entries older than the newest
 ``LOG_KEEP`` are deleted and the cut is recorded in ``meta`` (``vector_log_pruned``), so the log
 never holds more than ``LOG_KEEP + PRUNE_EVERY`` entries. A cache further behind than that reloads.
@@ -25,7 +34,8 @@ never holds more than ``LOG_KEEP + PRUNE_EVERY`` entries. A cache further behind
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +46,7 @@ from hivekeep.core.subjects import subject_key
 from hivekeep.errors import StoreError
 from hivekeep.metrics import track_vector_cache
 from hivekeep.store.base import MemoryFilter, Vector
+from hivekeep.store.vector_budget import DEFAULT_BUDGET_MB
 from hivekeep.store.vector_matrix import CATEGORY_CODES, Matrix
 from hivekeep.types import Scope
 
@@ -52,12 +63,20 @@ _ROWS = (
     "m.created_at "
     "FROM memory_vec v JOIN memories m ON m.id = v.memory_id{where}"
 )
-# A full load reads the filter columns first, then streams the vectors in chunks straight into
-# each audience's preallocated matrix: the raw vectors are held once (holding every row as a
-# Python blob, joining them and gathering each audience's rows held them four times: 1.2 GB peak
-# for 154 MB of vectors at 100k, bench/experiments/vector_cache_memory.py).
-_COLUMNS = _ROWS.replace("v.embedding, ", "")
+# One audience's filter columns (``audience``): an agent's private memories, or the shared ones
+# (those of no owner too); then its vectors, streamed in chunks straight into the preallocated
+# matrix, so the raw vectors are held once (bench/experiments/vector_cache_memory.py).
+_PRIVATE = (
+    "SELECT id, category, subject, created_at FROM memories "
+    "WHERE agent_id = ? AND scope <> 'shared'"
+)
+_SHARED = (
+    "SELECT id, category, subject, created_at FROM memories "
+    "WHERE scope = 'shared' OR agent_id IS NULL"
+)
 _VECTORS = "SELECT memory_id, embedding FROM memory_vec"
+BY_ID_BELOW = 0.1  # an audience under this share of the ids reads its vectors by id
+ID_MAP_BYTES = 80  # the cache's own entry per row (memory id -> audience), as SLOT_BYTES
 LOAD_CHUNK = 4096
 
 
@@ -102,14 +121,18 @@ class VectorCache:
     Not thread-safe by itself: its store calls it under the connection's lock.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, budget_bytes: int = DEFAULT_BUDGET_MB << 20) -> None:
+        self.budget = budget_bytes
         self._position: int | None = None  # last log entry applied; None: not loaded
         self._dimension: int | None = None
-        self._matrices: dict[int, Matrix] = {}
-        self._where: dict[int, int] = {}  # memory id -> audience
+        self._matrices: OrderedDict[int, Matrix] = OrderedDict()  # loaded, least recent first
+        self._bytes: dict[int, int] = {}  # audience -> its matrix's bytes when last counted
+        self.nbytes = 0  # what the loaded matrices hold, their id maps included
+        self._where: dict[int, int] = {}  # memory id -> audience, for the loaded audiences
         self._subjects: dict[str, int] = {}
         self._dirty = False  # holds changes of a transaction that has not committed yet
-        self.loads = 0  # full loads so far (tests and benchmarks read it)
+        self.loads = 0  # full resets so far (tests and benchmarks read it)
+        self.audience_loads = 0  # audiences loaded so far
         track_vector_cache(self)  # hivekeep_vector_cache_vectors
 
     def __len__(self) -> int:
@@ -173,7 +196,9 @@ class VectorCache:
     def invalidate(self) -> None:
         self._position = None
         self._dimension = None
-        self._matrices = {}
+        self._matrices = OrderedDict()
+        self._bytes = {}
+        self.nbytes = 0
         self._where = {}
         self._subjects = {}
         self._dirty = False
@@ -183,62 +208,93 @@ class VectorCache:
         return int(row[0]) if row else 0
 
     def _load(self, conn: Any, head: int) -> None:
+        """Start over at ``head``: the embedding space, and no audience loaded yet."""
         self.invalidate()
         self.loads += 1
         space = conn.execute("SELECT value FROM meta WHERE key = 'embedding_dim'").fetchone()
         table = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'").fetchone()
         if space is not None and table is not None:
             self._dimension = int(space[0])
-            self._load_all(conn, self._dimension)
         self._position = head
 
-    def _load_all(self, conn: Any, dimension: int) -> None:
-        columns = list(conn.execute(_COLUMNS.format(where="")))
+    def _load_audience(self, conn: Any, audience: int, dimension: int) -> Matrix:
+        """One audience's rows as they are in the file (see the module docstring)."""
+        self.audience_loads += 1
+        query = _PRIVATE if audience else _SHARED
+        columns = conn.execute(query, (audience,) if audience else ()).fetchall()
         if not columns:
-            return
-        ids, agents, scopes, categories, subjects, created = zip(*columns, strict=True)
-        del columns
-        shared = np.asarray(scopes, dtype=object) == Scope.SHARED.value
-        audiences = np.where(shared, 0, np.asarray(agents, dtype=np.int64))
+            return Matrix(dimension, capacity=0)
+        ids, categories, subjects, created = zip(*columns, strict=True)
         row_of = {memory_id: row for row, memory_id in enumerate(ids)}
-        category_codes = np.asarray([CATEGORY_CODES[c] for c in categories], dtype=np.int8)
-        subject_codes = np.asarray(
-            [self._subject_code(subject_key(s)) for s in subjects], dtype=np.int32
+        vectors = np.empty((len(ids), dimension), dtype=np.float32)
+        found = np.zeros(len(ids), dtype=bool)
+        for chunk in self._vector_chunks(conn, ids):
+            known = [(row_of[r[0]], r[1]) for r in chunk if r[0] in row_of]
+            if known:
+                rows = np.fromiter((row for row, _ in known), dtype=np.int64, count=len(known))
+                block = np.frombuffer(b"".join(blob for _, blob in known), dtype="<f4")
+                vectors[rows] = block.reshape(-1, dimension)
+                found[rows] = True
+        keep = np.flatnonzero(found)  # a memory waiting for its vector has no row
+        memory_ids = np.asarray(ids, dtype=np.int64)[keep]
+        matrix = Matrix.from_arrays(
+            vectors if len(keep) == len(ids) else vectors[keep],
+            memory_ids,
+            np.asarray([CATEGORY_CODES[categories[i]] for i in keep], dtype=np.int8),
+            np.asarray(
+                [self._subject_code(subject_key(subjects[i])) for i in keep], dtype=np.int32
+            ),
+            np.asarray([created[i] for i in keep], dtype=str),
         )
-        created_at = np.asarray(created, dtype=str)
-        values, counts = np.unique(audiences, return_counts=True)
-        targets = {
-            int(value): np.empty((int(count), dimension), dtype=np.float32)
-            for value, count in zip(values, counts, strict=True)
-        }
-        order = {value: np.empty(len(target), dtype=np.int64) for value, target in targets.items()}
-        filled = dict.fromkeys(targets, 0)
+        self._where.update(dict.fromkeys(memory_ids.tolist(), audience))
+        return matrix
+
+    @staticmethod
+    def _vector_chunks(conn: Any, ids: Sequence[int]) -> Iterator[list[Any]]:
+        """(memory id, vector blob) rows holding those of ``ids``, in chunks: by id for a small
+        share of the file (a lookup costs about ten rows of a scan), else the whole table."""
+        newest = conn.execute("SELECT max(id) FROM memories").fetchone()[0] or 0
+        if len(ids) < BY_ID_BELOW * newest:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ", ".join("?" for _ in chunk)
+                yield list(conn.execute(f"{_VECTORS} WHERE memory_id IN ({marks})", chunk))
+            return
         cursor = conn.execute(_VECTORS)
         while chunk := list(itertools.islice(cursor, LOAD_CHUNK)):
-            known = [(row_of[r[0]], r[1]) for r in chunk if r[0] in row_of]
-            if not known:
-                continue
-            rows = np.fromiter((row for row, _ in known), dtype=np.int64, count=len(known))
-            block = np.frombuffer(b"".join(blob for _, blob in known), dtype="<f4")
-            block = block.reshape(-1, dimension)
-            of_chunk = audiences[rows]
-            for value in np.unique(of_chunk).tolist():
-                mine = of_chunk == value
-                start, end = filled[value], filled[value] + int(mine.sum())
-                targets[value][start:end] = block[mine]
-                order[value][start:end] = rows[mine]
-                filled[value] = end
-        memory_ids = np.asarray(ids, dtype=np.int64)
-        for value, target in targets.items():
-            rows_of = order[value][: filled[value]]
-            self._matrices[value] = Matrix.from_arrays(
-                target[: filled[value]],
-                memory_ids[rows_of],
-                category_codes[rows_of],
-                subject_codes[rows_of],
-                created_at[rows_of],
-            )
-            self._where.update(dict.fromkeys(memory_ids[rows_of].tolist(), value))
+            yield chunk
+
+    def _counted(self, audience: int) -> None:
+        """Bring ``nbytes`` up to date with one audience's matrix."""
+        matrix = self._matrices.get(audience)
+        now = 0 if matrix is None else matrix.nbytes + ID_MAP_BYTES * len(matrix)
+        self.nbytes += now - self._bytes.pop(audience, 0)
+        if matrix is not None:
+            self._bytes[audience] = now
+
+    def _evict(self, audience: int) -> None:
+        for memory_id in self._matrices.pop(audience).memory_ids():
+            del self._where[memory_id]
+        self._counted(audience)
+
+    def _audiences(self, conn: Any, viewer_id: int) -> list[Matrix]:
+        """The matrices a viewer may see (its own, the shared one), loaded if they were not;
+        then the least recently used others go while the cache holds more than its budget."""
+        if self._dimension is None:
+            return []
+        wanted = list(dict.fromkeys((viewer_id, 0)))
+        for audience in wanted:
+            if audience in self._matrices:
+                self._matrices.move_to_end(audience)
+            else:
+                self._matrices[audience] = self._load_audience(conn, audience, self._dimension)
+                self._counted(audience)
+        while self.nbytes > self.budget and len(self._matrices) > len(wanted):
+            oldest = next(iter(self._matrices))
+            if oldest in wanted:  # read by this viewer: most recent, so never first
+                break
+            self._evict(oldest)
+        return [matrix for a in wanted if len(matrix := self._matrices[a])]
 
     def _reread(self, conn: Any, memory_ids: Iterable[int]) -> None:
         wanted = list(memory_ids)
@@ -279,8 +335,8 @@ class VectorCache:
         if self._where.get(row.memory_id) != row.audience:
             self._remove(row.memory_id)
         matrix = self._matrices.get(row.audience)
-        if matrix is None:
-            matrix = self._matrices[row.audience] = Matrix(self._dimension)
+        if matrix is None:  # not loaded: its load will read the row from the file
+            return
         matrix.put(
             row.memory_id,
             row.vector,
@@ -289,20 +345,15 @@ class VectorCache:
             row.created_at,
         )
         self._where[row.memory_id] = row.audience
+        self._counted(row.audience)
 
     def _remove(self, memory_id: int) -> None:
         audience = self._where.pop(memory_id, None)
         if audience is not None:
             self._matrices[audience].remove(memory_id)
+            self._counted(audience)
 
     # reads --------------------------------------------------------------------------------------
-    def _audiences(self, viewer_id: int) -> list[Matrix]:
-        return [
-            matrix
-            for audience in dict.fromkeys((viewer_id, 0))
-            if (matrix := self._matrices.get(audience)) is not None and len(matrix)
-        ]
-
     @property
     def dimension(self) -> int | None:
         return self._dimension
@@ -322,12 +373,13 @@ class VectorCache:
         return np.asarray(vector, dtype=np.float32)
 
     def search(
-        self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
+        self, conn: Any, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
     ) -> list[tuple[int, float]]:
         """(memory id, cosine similarity), best first and ties by id, as ``memory_vec`` answers."""
         if self._dimension is None or k < 1:
             return []
         query = self._query(vector)
+        matrices = self._audiences(conn, viewer_id)  # first: loading them codes their subjects
         subject = (
             None if filters.subject is None else self._subjects.get(subject_key(filters.subject))
         )
@@ -335,7 +387,7 @@ class VectorCache:
             return []  # no cached row has that subject
         scores: list[npt.NDArray[np.float32]] = []
         ids: list[npt.NDArray[np.int64]] = []
-        for matrix in self._audiences(viewer_id):
+        for matrix in matrices:
             found_ids, found_scores = matrix.nearest(query, k, filters, subject)
             ids.append(found_ids)
             scores.append(found_scores)
@@ -345,9 +397,12 @@ class VectorCache:
         order = np.lexsort((all_ids, -all_scores))[:k]
         return [(int(all_ids[i]), float(all_scores[i])) for i in order]
 
-    def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+    def vectors(
+        self, conn: Any, viewer_id: int, ids: Sequence[int]
+    ) -> dict[int, npt.NDArray[np.float32]]:
         """Stored vectors of the visible memories among ``ids``."""
         found: dict[int, npt.NDArray[np.float32]] = {}
+        self._audiences(conn, viewer_id)
         for memory_id in ids:
             audience = self._where.get(memory_id)
             if audience is not None and audience in (viewer_id, 0):
@@ -355,7 +410,7 @@ class VectorCache:
         return found
 
     def close_matches(
-        self, queries: Sequence[tuple[int, str, Vector]], floor: float, k: int
+        self, conn: Any, queries: Sequence[tuple[int, str, Vector]], floor: float, k: int
     ) -> list[list[tuple[int, float]]]:
         """For each (viewer id, subject key, vector): up to ``k`` visible rows of that subject
         with cosine >= ``floor``, best first, ties by smaller id.
@@ -371,8 +426,9 @@ class VectorCache:
             by_viewer.setdefault(viewer_id, []).append(index)
         for viewer_id, indexes in by_viewer.items():
             block = np.stack([self._query(queries[i][2]) for i in indexes])
+            matrices = self._audiences(conn, viewer_id)  # first: loading them codes subjects
             subjects = [self._subjects.get(queries[i][1], -1) for i in indexes]
-            for matrix in self._audiences(viewer_id):
+            for matrix in matrices:
                 rows_of = matrix.close_rows(block, floor, k, subjects)
                 for index, rows in zip(indexes, rows_of, strict=True):
                     close[index] += rows

@@ -25,6 +25,9 @@ from hivekeep.store.base import MemoryFilter
 from hivekeep.types import Category
 
 CATEGORY_CODES = {category.value: code for code, category in enumerate(Category)}
+# What one entry of the slot map (memory id -> slot, a Python dict) costs, as tracemalloc counts
+# it at 100k entries: the dict's share (about 80 bytes) and the two int objects (28 each).
+SLOT_BYTES = 136
 SCORE_BLOCK = 4_000_000  # scores held at once when a batch is compared with every row (16 MB)
 
 Floats = npt.NDArray[np.float32]
@@ -73,6 +76,16 @@ class Matrix:
 
     def __len__(self) -> int:
         return self._size
+
+    @property
+    def nbytes(self) -> int:
+        """What the matrix holds, in bytes: its arrays (at their capacity) and its slot map."""
+        arrays = (self._vectors, self._inverse_norms, self._ids, self._categories, self._subjects)
+        return sum(a.nbytes for a in arrays) + self._created.nbytes + SLOT_BYTES * self._size
+
+    def memory_ids(self) -> list[int]:
+        ids: list[int] = self._ids[: self._size].tolist()
+        return ids
 
     def _grow(self) -> None:
         capacity = max(64, 2 * len(self._ids))

@@ -44,3 +44,27 @@ def test_the_ui_takes_a_scoped_token_and_shows_only_its_agents(
         expect(page.locator("#main .error")).to_contain_text("No agent 'bob'")
     finally:
         page.close()
+
+
+def test_sign_out_forgets_the_token_and_shows_the_token_form(
+    browser: Browser, served: tuple[Server, str]
+) -> None:
+    """Issue 32: the UI kept the token in localStorage with no way to sign out."""
+    server, token = served
+    page = browser.new_page()
+    try:
+        page.goto(server.url)
+        page.fill("#token-input", token)
+        page.click("#token-form button")
+        expect(page.locator("#agents li")).to_have_text(["alice"])
+        assert page.evaluate("localStorage.getItem('hivekeep.token')") == token
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.locator("#token-form")).to_be_visible()
+        expect(page.locator("#agents li")).to_have_count(0)
+        expect(page.get_by_role("button", name="Sign out")).to_be_hidden()
+        assert page.evaluate("localStorage.getItem('hivekeep.token')") is None
+        page.reload()  # nothing kept: the page asks for a token again
+        expect(page.locator("#token-form")).to_be_visible()
+        expect(page.locator("#status")).to_contain_text("needs a token")
+    finally:
+        page.close()

@@ -1,7 +1,8 @@
 """Issue 26 in real headless Chromium against a real server (the model is the only double): what
-the API says about a write is shown (duplicate, similar), a person's memory is attributed to the
-person, search shows relevance in words, history diffs read cleanly, a rejected token says so,
-and a failed chat turn is stored once and retried in place, with drafts kept."""
+the API says about a write is shown (duplicate, reworded, similar), a person's memory is
+attributed to the person, search shows relevance in words, history diffs read cleanly, a
+rejected token says so, and a failed chat turn is stored once and retried in place, with drafts
+kept."""
 
 from __future__ import annotations
 
@@ -64,17 +65,26 @@ def test_a_write_says_what_the_server_said_duplicate_and_similar(page: Page) -> 
     expect(similar).to_have_count(1)
     expect(similar).to_contain_text(f"#{first_id} “Ann lives in Lisbon since May”")
 
-    type_memory(page, "Ann lives in Lisbon since May.")  # the same fact again
-    expect(outcome).to_contain_text(f"Already known as #{first_id}")
-    expect(outcome).to_contain_text("Ann lives in Lisbon since May")
-    expect(page.locator(".memories .memory")).to_have_count(2)  # nothing new was stored
+    type_memory(page, "Ann lives in Lisbon since May.")  # the same fact in other words
+    expect(outcome).to_contain_text(f"Reworded #{first_id}")
+    expect(outcome).to_contain_text("previous text is kept in its history")
+    expect(page.locator(".memories .memory")).to_have_count(2)  # no new memory
     page.locator(".memory-form .memory-link", has_text=f"#{first_id}").click()
     focused = page.locator(f".memories .memory.focus[data-id='{first_id}']")
     expect(focused).to_be_visible()
     expect(focused).to_be_in_viewport()
-    expect(outcome).to_contain_text("kept as version 2 of its history")  # merged_as_version
     lisbon = page.locator(f".memories .memory[data-id='{first_id}']")
+    expect(lisbon.locator(".content")).to_have_text("Ann lives in Lisbon since May.")  # live
     expect(lisbon.locator(".newer")).to_contain_text("Ann lives in Porto since May")  # newer
+    lisbon.get_by_role("button", name=re.compile("^History")).click()
+    versions = page.get_by_role("list", name="History").locator(".version")
+    expect(versions).to_have_count(2)
+    expect(versions.first).to_contain_text("reword")
+    expect(versions.first).to_contain_text("by person")
+
+    type_memory(page, "Ann lives in Lisbon since May.")  # an exact repeat
+    expect(outcome).to_contain_text(f"Already known as #{first_id}")
+    expect(outcome).to_contain_text("Nothing new was saved.")
 
 
 def test_a_memory_typed_into_the_form_is_recorded_as_the_persons(page: Page) -> None:

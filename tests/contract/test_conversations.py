@@ -301,6 +301,39 @@ def test_raw_messages_exclude_folded_messages_and_records(store: Store, conv: in
     assert [x.summary_id is not None for x in everything] == [True, True, False, False, False]
 
 
+def test_a_raw_message_can_be_deleted_and_a_folded_one_cannot(
+    store: Store, alice: int, conv: int
+) -> None:
+    m = store.add_messages(conv, [user("a"), user("b"), record(), user("c")])
+    fold_messages(store, conv, m[:1])
+    other = store.create_conversation(alice, "other").id
+    before = snapshot(store, alice, conv)
+
+    for folded_or_record in (m[0].id, m[2].id):
+        with pytest.raises(ConflictError, match="cannot be taken back"):
+            store.delete_raw_message(conv, folded_or_record)
+    with pytest.raises(NotFound):
+        store.delete_raw_message(other, m[3].id)  # not a message of that conversation
+    assert snapshot(store, alice, conv) == before
+
+    store.delete_raw_message(conv, m[3].id)
+    assert [x.content for x in store.raw_messages(conv)] == ["b"]
+    assert [x.id for x in store.list_messages(conv)] == [m[0].id, m[1].id, m[2].id]
+
+
+def test_a_messages_record_can_be_replaced(store: Store, alice: int, conv: int) -> None:
+    m = store.add_messages(conv, [user("a", record={"items": [1]}), user("b")])
+    store.set_message_record(conv, m[1].id, {"items": [{"role": "user", "content": "b"}]})
+    store.set_message_record(conv, m[0].id, None)
+    assert [x.record for x in store.raw_messages(conv)] == [
+        None,
+        {"items": [{"role": "user", "content": "b"}]},
+    ]
+    other = store.create_conversation(alice, "other").id
+    with pytest.raises(NotFound):
+        store.set_message_record(other, m[0].id, {"items": []})
+
+
 def test_list_messages_pages_with_after_id_and_limit(store: Store, conv: int) -> None:
     m = store.add_messages(conv, [user(str(i)) for i in range(7)] + [record()])
     fold_messages(store, conv, m[:3])

@@ -1,6 +1,7 @@
-"""Dedup that cannot lose a fact, the store's side (issue 24), on every backend: dedup stays within
-one subject, a duplicate write's text is kept as a ``merge`` version of the memory it matched, and
-a stored write is linked to the older memories it listed as similar."""
+"""Dedup that cannot lose a fact, the store's side (issues 24 and 33), on every backend: dedup stays
+within one subject, a write is never hidden (the same fact rewords the writer's own memory, an
+exact repeat adds nothing, another agent's memory is never touched), and a stored write is linked
+to the older memories it listed as similar."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from hivekeep.store.base import (
     Change,
     Inserted,
     MemoryChanges,
+    MemoryFilter,
     MemoryWrite,
     NewMemory,
     Store,
@@ -100,102 +102,172 @@ def test_similar_lists_only_the_same_subject(store: Store, agents: tuple[int, in
     assert not written.duplicate and [m.id for m in written.similar] == [same]
 
 
-# merges ---------------------------------------------------------------------------------------
-def test_a_duplicate_keeps_its_text_as_a_merge_version(
-    store: Store, agents: tuple[int, int]
-) -> None:
+# merges: a write is never hidden (SPEC 4.1) -----------------------------------------------------
+def _history(store: Store, memory_id: int, viewer: int) -> list[tuple[int, str, Operation]]:
+    return [(v.version, v.content, v.operation) for v in store.memory_history(memory_id, viewer)]
+
+
+def test_a_restatement_rewords_the_writers_memory(store: Store, agents: tuple[int, int]) -> None:
+    """The same fact as the writer's own memory: the write's text becomes its content, the
+    previous text stays version 1, and the new vector is the one searched."""
     alice, _ = agents
     base = vec("vegetarian")
     first = put(store, alice, "The user is vegetarian.", base, importance=5)
     restated = "the user is vegetarian!"
-    [merged] = _insert(
-        store, _write(alice, restated, with_cosine(base, 0.95, "r"), category=Category.PREFERENCE)
-    )
-    assert merged.duplicate and merged.memory.id == first and merged.merged_version == 2
-    assert merged.memory.content == "The user is vegetarian."  # the memory is unchanged
-    kept, created = store.memory_history(first, alice)
-    assert (kept.version, kept.content, kept.operation) == (2, restated, Operation.MERGE)
-    assert (kept.category, kept.importance, kept.scope) == (
-        Category.PREFERENCE,
-        None,
-        Scope.PRIVATE,
-    )
-    assert (kept.changed_by, kept.agent_id) == (Actor.AGENT, alice)
-    assert (created.version, created.content, created.operation) == (
-        1,
-        "The user is vegetarian.",
-        Operation.CREATE,
-    )
-    assert created.agent_id == alice
+    moved = with_cosine(base, 0.95, "r")
+    [merged] = _insert(store, _write(alice, restated, moved, category=Category.PREFERENCE))
+    assert (merged.duplicate, merged.reworded, merged.merged_version) == (True, True, None)
+    assert merged.memory.id == first and merged.memory.content == restated
+    assert store.get_memory(first, alice).importance == 5  # only the wording changes
+    assert _history(store, first, alice) == [
+        (2, restated, Operation.REWORD),
+        (1, "The user is vegetarian.", Operation.CREATE),
+    ]
+    reworded = store.memory_history(first, alice)[0]
+    assert (reworded.changed_by, reworded.agent_id) == (Actor.AGENT, alice)
+    [(found, score)] = store.vector_search(alice, moved, 1, MemoryFilter())
+    assert found == first and score == pytest.approx(1.0, abs=1e-5)
 
 
-def test_repeating_a_write_does_not_churn_the_history(
-    store: Store, agents: tuple[int, int]
-) -> None:
-    """The same merge by the same writer again adds nothing (it gets that version back); the
-    memory's own current text repeated adds nothing either."""
+def test_an_exact_repeat_adds_nothing(store: Store, agents: tuple[int, int]) -> None:
+    """Exact: the same text after Unicode NFC and whitespace collapse only. Case, punctuation
+    or a sign is another wording, which becomes current; the same writer looping on one text
+    never churns the history."""
     alice, _ = agents
     base = vec("loop")
     first = put(store, alice, "Standup is at 10am.", base)
-    restated = _write(alice, "standup is at 10am!", with_cosine(base, 0.95, "r"))
+    for text in ("Standup is at 10am.", "  Standup  is at\t10am. ", "Standup is at 10am."):
+        [same] = _insert(store, _write(alice, text, with_cosine(base, 0.95, text)))
+        assert (same.duplicate, same.reworded, same.memory.id) == (True, False, first)
+    assert store.memory_history(first, alice)[0].version == 1  # nothing recorded
+    cafe = put(store, alice, "Meet at the cafe\u0301.", vec("cafe"))
+    [composed] = _insert(store, _write(alice, "Meet at the caf\u00e9.", vec("cafe")))
+    assert (composed.duplicate, composed.reworded, composed.memory.id) == (True, False, cafe)
+    restated = _write(alice, "standup is at 10AM", with_cosine(base, 0.95, "s"))
     results = [_insert(store, restated)[0] for _ in range(3)]
-    assert [r.merged_version for r in results] == [2, 2, 2]
-    [exact] = _insert(store, _write(alice, "Standup is at 10am.", base))
-    assert exact.duplicate and exact.merged_version is None
+    assert [(r.duplicate, r.reworded) for r in results] == [(True, True), *[(True, False)] * 2]
     assert [v.version for v in store.memory_history(first, alice)] == [2, 1]
-    [again] = _insert(store, _write(alice, "Standup is at 10AM", with_cosine(base, 0.95, "s")))
-    assert again.merged_version == 3  # another text: kept
 
 
-def test_another_writers_merge_is_attributed_to_it(store: Store, agents: tuple[int, int]) -> None:
+def test_another_agents_shared_memory_is_never_rewritten(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    """Issue 32 item 6: bob's writes never touch alice's shared memory or its history. The same
+    fact in bob's words is bob's own memory, pointing at the shared one; the exact text adds
+    nothing (bob sees it already)."""
     alice, bob = agents
     base = vec("office")
     shared = put(store, alice, "The office opens at nine.", base, scope=Scope.SHARED)
-    [merged] = _insert(
-        store, _write(bob, "the office opens at nine!", with_cosine(base, 0.96, "b"))
-    )
-    assert merged.duplicate and merged.memory.id == shared and merged.merged_version == 2
-    [kept, _] = store.memory_history(shared, bob)
-    assert (kept.agent_id, kept.scope, kept.changed_by) == (bob, Scope.PRIVATE, Actor.AGENT)
-    assert [v.version for v in store.memory_history(shared, PERSON)] == [2, 1]
-    assert [v.version for v in store.memory_history(shared, alice)] == [1]  # bob's private text
+    [own] = _insert(store, _write(bob, "the office opens at nine!", with_cosine(base, 0.96, "b")))
+    assert not own.duplicate and own.memory.agent_id == bob
+    assert own.memory.content == "the office opens at nine!"
+    assert [m.id for m in own.similar] == [shared]
+    [same] = _insert(store, _write(bob, "The office opens at nine.", with_cosine(base, 0.99, "c")))
+    assert (same.duplicate, same.reworded, same.memory.id) == (True, False, shared)
+    for _ in range(3):  # also as a shared write, and through the text key at similarity 1
+        _insert(store, _write(bob, "THE OFFICE OPENS AT NINE", base, scope=Scope.SHARED))
+    assert store.get_memory(shared, alice).content == "The office opens at nine."
+    assert _history(store, shared, PERSON) == [(1, "The office opens at nine.", Operation.CREATE)]
     [automatic] = _insert(
         store,
         _write(
-            alice, "The office opens at nine", with_cosine(base, 0.95, "m"), source=Source.AUTOMATIC
+            alice,
+            "The office opens at nine",
+            with_cosine(base, 0.95, "m"),
+            source=Source.AUTOMATIC,
+            scope=Scope.SHARED,
         ),
     )
-    [newest, *_] = store.memory_history(shared, alice)
-    assert automatic.merged_version == 3
-    assert (newest.changed_by, newest.agent_id) == (Actor.MAINTENANCE, alice)
+    assert automatic.reworded and automatic.memory.id == shared  # its owner may reword it
+    [newest, _] = store.memory_history(shared, alice)
+    assert (newest.changed_by, newest.agent_id, newest.operation) == (
+        Actor.MAINTENANCE,
+        alice,
+        Operation.REWORD,
+    )
 
 
-def test_a_batch_duplicate_of_its_own_earlier_row_is_kept_too(
+def test_a_reword_never_crosses_scopes(store: Store, agents: tuple[int, int]) -> None:
+    """A private write never rewords the writer's shared memory (its text would be published),
+    nor a shared write a private one (it would stay unshared): each gets a memory of its
+    scope. A private exact repeat of one's shared text adds nothing: it is visible already."""
+    alice, _ = agents
+    base = vec("scopes")
+    shared = put(store, alice, "Deploys happen on Fridays.", base, scope=Scope.SHARED)
+    [private] = _insert(store, _write(alice, "deploys happen on Fridays!", base))
+    assert not private.duplicate and private.memory.scope is Scope.PRIVATE
+    assert store.get_memory(shared, alice).content == "Deploys happen on Fridays."
+    [repeat] = _insert(store, _write(alice, "Deploys happen on Fridays.", base))
+    assert repeat.duplicate and repeat.memory.id == shared
+    [published] = _insert(
+        store, _write(alice, "deploys happen on Fridays!", base, scope=Scope.SHARED)
+    )
+    assert (published.duplicate, published.reworded, published.memory.id) == (True, True, shared)
+    mine = put(store, alice, "Lunch is at noon.", vec("lunch"))
+    [lunch] = _insert(store, _write(alice, "Lunch is at noon.", vec("lunch"), scope=Scope.SHARED))
+    assert not lunch.duplicate and lunch.memory.scope is Scope.SHARED and lunch.memory.id != mine
+
+
+def test_the_later_dated_statement_is_current(store: Store, agents: tuple[int, int]) -> None:
+    """Dated writes (an import, bootstrap, ``created_at``): an older statement of the fact is
+    kept as a ``merge`` version, a newer one rewords the memory."""
+    alice, _ = agents
+    base = vec("dated")
+    first = put(store, alice, "The boiler was serviced in May.", base, created_at=_day(2024))
+    [older] = _insert(
+        store, _write(alice, "the boiler was serviced in May", base, created_at=_day(2023))
+    )
+    assert (older.duplicate, older.reworded, older.merged_version) == (True, False, 2)
+    assert older.memory.content == "The boiler was serviced in May."
+    [newer] = _insert(
+        store, _write(alice, "The boiler was serviced in may!", base, created_at=_day(2025))
+    )
+    assert (newer.duplicate, newer.reworded) == (True, True)
+    assert store.get_memory(first, alice).content == "The boiler was serviced in may!"
+    assert [v.operation for v in store.memory_history(first, alice)] == [
+        Operation.REWORD,
+        Operation.MERGE,
+        Operation.CREATE,
+    ]
+    [undated] = _insert(store, _write(alice, "The boiler was serviced in MAY", base))
+    assert undated.reworded  # now is later than any date a write may carry
+
+
+def _day(year: int) -> str:
+    return f"{year}-01-01T00:00:00.000000Z"
+
+
+def test_a_batch_restatement_of_its_own_earlier_row_rewords_it(
     store: Store, agents: tuple[int, int]
 ) -> None:
     alice, _ = agents
     base = vec("cats")
-    first, second = _insert(
+    first, second, third = _insert(
         store,
         _write(alice, "The user owns two cats.", base),
         _write(alice, "the user owns two cats!", with_cosine(base, 0.96, "b")),
+        _write(alice, "the user owns two cats!", with_cosine(base, 0.97, "c")),
     )
-    assert second.duplicate and second.memory.id == first.memory.id
-    assert second.merged_version == 2
-    assert store.memory_history(first.memory.id, alice)[0].content == "the user owns two cats!"
+    assert second.reworded and second.memory.id == first.memory.id
+    assert (third.duplicate, third.reworded, third.memory.id) == (True, False, first.memory.id)
+    assert store.get_memory(first.memory.id, alice).content == "the user owns two cats!"
+    assert _history(store, first.memory.id, alice)[0] == (
+        2,
+        "the user owns two cats!",
+        Operation.REWORD,
+    )
 
 
-def test_merges_follow_the_history_limit(store: Store, agents: tuple[int, int]) -> None:
+def test_rewords_follow_the_history_limit(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     store.history_limit = 3  # type: ignore[attr-defined]  # both SQL stores
     base = vec("limit")
     first = put(store, alice, "Tea at five.", base)
-    for n, mark in enumerate("!;:,"):
-        [merged] = _insert(
-            store, _write(alice, f"tea at five{mark}", with_cosine(base, 0.95, mark))
-        )
-        assert merged.merged_version == n + 2
+    for mark in "!;:,":
+        [merged] = _insert(store, _write(alice, f"tea at five{mark}", base))
+        assert merged.reworded
     assert [v.version for v in store.memory_history(first, alice)] == [5, 4, 3]
+    assert store.get_memory(first, alice).content == "tea at five,"
 
 
 def test_versions_name_the_agent_whose_write_made_them(
@@ -317,7 +389,7 @@ def test_the_same_text_key_merges_only_what_the_rule_calls_one_fact(
         MemoryWrite(NewMemory(alice, "40 EUR is the budget", Category.FACT), vec("b"), key),
     )
     assert not euros.duplicate and euros.memory.id != dollars.memory.id
-    assert again.duplicate and again.memory.id == euros.memory.id  # "€40" is "40 EUR"
+    assert again.reworded and again.memory.id == euros.memory.id  # "€40" is "40 EUR"
     [plain] = _insert(
         store, MemoryWrite(NewMemory(alice, "40 is the budget", Category.FACT), vec("b"), key)
     )

@@ -330,3 +330,28 @@ def test_profile_history_is_bounded_and_goes_with_the_agent(
     store.delete_agent(alice)
     with pytest.raises(NotFound):
         store.profile_history(alice)
+
+
+def test_dropping_versions_deletes_just_those_and_never_the_current_profile(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    """A credential scrub (``hivekeep secrets scan --purge-versions``) on every backend."""
+    alice, bob = agents
+    memory_id = put(store, alice, "first")
+    _update(store, memory_id, alice, "second")
+    _update(store, memory_id, alice, "third")
+    assert [v.version for v in store.memory_history(memory_id, alice)] == [3, 2, 1]
+    assert store.drop_memory_versions(memory_id, [2, 99]) == 1
+    assert [v.content for v in store.memory_history(memory_id, alice)] == ["third", "first"]
+    for revision, text in enumerate(["## A\n- one\n", "## A\n- two\n"]):
+        store.save_profile(
+            alice, text, 5, expected_revision=revision, manual=True, written=BY_PERSON
+        )
+    assert store.get_profile(alice).revision == 2
+    before = [v.version for v in store.profile_history(alice)]
+    assert before[:2] == [2, 1]
+    assert store.drop_profile_versions(alice, [2]) == 0  # the current one stays
+    assert store.drop_profile_versions(alice, [1]) == 1
+    assert [v.version for v in store.profile_history(alice)] == [2, *before[2:]]
+    assert store.get_profile(alice).text == "## A\n- two\n"
+    assert store.drop_profile_versions(bob, [1, 2]) == 0  # another agent's are its own

@@ -48,16 +48,16 @@ def test_restoring_a_version_that_repeats_another_memory_is_refused(backend_hive
         alice.restore_memory(memory.id, version=1)  # the same text
     assert alice.memory(memory.id).content == "The team standup is at 11am every weekday"
     assert [v["version"] for v in alice.memory_history(memory.id)] == [2, 1]
-    # a near-twin, caught by the vector rule as memorize catches it
+    # a near-twin in bob's words: never rewritten by alice, so a write of the text is hers
     bob.update_memory(shared.memory.id, content="Team standup is at 9am every weekday.")
     twin = alice.memorize("The team standup is at 9am every weekday", category="fact")
-    assert twin.duplicate and twin.memory.id == shared.memory.id  # the write path's verdict
-    with pytest.raises(ConflictError, match=f"already known as #{shared.memory.id}"):
-        alice.restore_memory(memory.id, version=1)
-    bob.forget(shared.memory.id)
-    restored = alice.restore_memory(memory.id, version=1)  # no live copy left: it goes through
+    assert not twin.duplicate and shared.memory.id in [m.id for m in twin.similar]
+    with pytest.raises(ConflictError, match=f"already known as #{twin.memory.id}"):
+        alice.restore_memory(memory.id, version=1)  # judged as that write: her own copy
+    alice.forget(twin.memory.id)
+    restored = alice.restore_memory(memory.id, version=1)  # bob's near-twin is no copy of hers
     assert restored.content == "The team standup is at 9am every weekday"
-    assert [h.memory.id for h in alice.recall("standup at 9am").hits][:1] == [memory.id]
+    assert memory.id in [h.memory.id for h in alice.recall("standup at 9am").hits][:2]
 
 
 def _version(memory_id: int, version: int, **fields: object) -> MemoryVersion:

@@ -118,12 +118,21 @@ def test_exact_text_duplicate_is_found_across_visible_scopes(
     shared = put(store, bob, "Deploys happen on Fridays", scope=Scope.SHARED)
     record, duplicate = insert_one(
         store,
-        NewMemory(agent_id=alice, content="deploys happen on fridays", category=Category.FACT),
+        NewMemory(agent_id=alice, content="Deploys happen on Fridays", category=Category.FACT),
         vec("other"),
         text_key="deploys happen on fridays",
         dedup_threshold=0.9,
     )
     assert duplicate and record.id == shared
+    # another wording is alice's own memory: bob's shared one is never rewritten (issue 33)
+    record, duplicate = insert_one(
+        store,
+        NewMemory(agent_id=alice, content="deploys happen on fridays", category=Category.FACT),
+        vec("other"),
+        text_key="deploys happen on fridays",
+        dedup_threshold=0.9,
+    )
+    assert not duplicate and record.agent_id == alice
 
 
 def test_other_agents_private_text_is_never_a_duplicate(
@@ -149,15 +158,16 @@ def test_restatement_at_threshold_is_a_duplicate(store: Store, agents: tuple[int
     alice, _ = agents
     base = vec("base")
     first = put(store, alice, "The user is vegetarian.", base)
+    reworded = with_cosine(base, 0.95, "n")
     [near] = store.insert_memories(
-        [_write(alice, "The user is a vegetarian", with_cosine(base, 0.95, "n"))],
+        [_write(alice, "The user is a vegetarian", reworded)],
         dedup=DedupRule(threshold=0.9),
     )
-    [far] = store.insert_memories(
-        [_write(alice, "The user is a vegetarian!", with_cosine(base, 0.85, "f"))],
+    [far] = store.insert_memories(  # the memory now has the reworded text's vector
+        [_write(alice, "The user is a vegetarian!", with_cosine(reworded, 0.85, "f"))],
         dedup=DedupRule(threshold=0.9, similar_threshold=0.8),
     )
-    assert near.duplicate and near.memory.id == first
+    assert near.duplicate and near.reworded and near.memory.id == first
     assert not far.duplicate and far.memory.id != first  # not close enough to merge
     assert [m.id for m in far.similar] == [first]  # but shown as a neighbour
 
@@ -509,6 +519,21 @@ def test_list_scopes_and_pagination(store: Store, agents: tuple[int, int]) -> No
     private, total = store.list_memories(alice, MemoryFilter(scope=Scope.PRIVATE), 10, 0)
     assert {m.id for m in private} == set(mine) and total == 5
     assert page[0].created_at >= page[-1].created_at
+
+
+def test_count_memories_stops_at_its_bound(store: Store, agents: tuple[int, int]) -> None:
+    """What the viewer may see, with the filters, counted up to ``at_most`` and no further."""
+    alice, bob = agents
+    for i in range(5):
+        put(store, alice, f"alice note {i}", category=Category.PREFERENCE if i else Category.FACT)
+    put(store, bob, "bob shared note", scope=Scope.SHARED)
+    put(store, bob, "bob private note")
+    assert store.count_memories(alice, NO_FILTER, 100) == 6
+    assert store.count_memories(alice, NO_FILTER, 4) == 4
+    assert store.count_memories(alice, NO_FILTER, 0) == 0
+    assert store.count_memories(bob, NO_FILTER, 100) == 2
+    assert store.count_memories(alice, MemoryFilter(scope=Scope.SHARED), 100) == 1
+    assert store.count_memories(alice, MemoryFilter(category=Category.FACT), 100) == 2
 
 
 def test_mark_retrieved_counts(store: Store, agents: tuple[int, int]) -> None:

@@ -1,19 +1,16 @@
 """HivekeepMemoryTool against the SDK's own reference backend (``BetaLocalFilesystemMemoryTool``
 on a temp dir): the same command sequences on both, the same observable outcomes (success or
-error, with the same words, and the same files with the same text afterwards).
-
-Where the mapping cannot follow the reference (hivekeep trims a file's text, so a file never ends
-in a newline; files live in ``/memories/archive/``), the comparison says so."""
+error, with the same words, and the same files with the same text afterwards); and on hivekeep's
+side, every memory is a file's text: none is stale, and none outlives its files."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytest.importorskip("anthropic.lib.tools", reason="needs anthropic>=0.90")
+pytest.importorskip("anthropic.tools.memory", reason="needs anthropic>=2.17")
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
 from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
@@ -21,7 +18,7 @@ from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMem
 from hivekeep import Hive
 from hivekeep.integrations.anthropic_memory import HivekeepMemoryTool
 
-A, B, C = "/memories/archive/a.md", "/memories/archive/b.md", "/memories/archive/c.md"
+A, B, C = "/memories/a.md", "/memories/notes/b.md", "/memories/c.md"
 TEA, OFFICE = "Ann drinks green tea", "The office is in Berlin"
 
 Command = dict[str, Any]
@@ -47,7 +44,7 @@ SEQUENCES: dict[str, list[Command]] = {
         {"command": "create", "path": A, "file_text": TEA},
         {"command": "create", "path": B, "file_text": OFFICE},
         {"command": "rename", "old_path": A, "new_path": B},
-        {"command": "rename", "old_path": "/memories/archive/none.md", "new_path": C},
+        {"command": "rename", "old_path": "/memories/none.md", "new_path": C},
         {"command": "rename", "old_path": A, "new_path": C},
         {"command": "view", "path": A},
         {"command": "view", "path": C},
@@ -106,35 +103,17 @@ def outcome(tool: BetaAbstractMemoryTool, command: Command) -> Outcome:
     except ToolError as exc:
         return "error", str(exc)
     assert isinstance(result, str)
-    return "ok", _trimmed(result)
+    return "ok", result
 
 
-def _trimmed(answer: str) -> str:
-    """A view's answer without the empty numbered line a final newline leaves (the reference
-    keeps a file's final newline; hivekeep trims a memory's text)."""
-    return re.sub(r"\n +\d+\t$", "", answer)
-
-
-def reference_files(root: Path) -> dict[str, str]:
-    archive = root / "memories" / "archive"
-    found = archive.rglob("*") if archive.exists() else ()
+def files(root: Path) -> dict[str, str]:
+    """Every file under ``root/memories``, by its path as Claude names it."""
+    memories = root / "memories"
     return {
-        f"/memories/archive/{f.relative_to(archive)}": f.read_text().strip()
-        for f in found
+        f"/memories/{f.relative_to(memories).as_posix()}": f.read_text()
+        for f in memories.rglob("*")
         if f.is_file()
     }
-
-
-def hivekeep_files(tool: HivekeepMemoryTool) -> dict[str, str]:
-    listing = tool.call({"command": "view", "path": "/memories/archive"})
-    assert isinstance(listing, str)
-    paths = [line for line in listing.splitlines()[2:] if line.startswith("/memories/archive/")]
-    files = {}
-    for path in paths:
-        shown = tool.call({"command": "view", "path": path})
-        assert isinstance(shown, str)
-        files[path] = "\n".join(line.split("\t", 1)[1] for line in shown.splitlines()[1:])
-    return files
 
 
 @pytest.mark.parametrize("sequence", list(SEQUENCES), ids=list(SEQUENCES))
@@ -142,9 +121,16 @@ def test_the_same_commands_have_the_same_outcomes_as_the_reference_backend(
     sequence: str, hive: Hive, tmp_path: Path
 ) -> None:
     reference = BetaLocalFilesystemMemoryTool(str(tmp_path / "reference"))
-    ours = HivekeepMemoryTool(hive.agent("assistant"))
+    agent = hive.agent("assistant")
+    ours = HivekeepMemoryTool(agent, tmp_path / "ours")
 
     for command in SEQUENCES[sequence]:
         assert outcome(ours, command) == outcome(reference, command), command
 
-    assert hivekeep_files(ours) == reference_files(tmp_path / "reference")
+    written = files(tmp_path / "ours")
+    assert written == files(tmp_path / "reference")
+    remembered = {m.content for m in agent.list_memories(limit=200).memories}
+    texts = {text.strip() for text in written.values()}
+    # every memory is a file's text (none stale, none left by a deleted file), and a file holds
+    # a text; two files the archive judges one fact share one memory, in the newest wording
+    assert remembered <= texts and bool(remembered) == bool(texts)

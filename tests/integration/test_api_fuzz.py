@@ -70,6 +70,7 @@ FUZZED = (
     "DELETE /api/conversations/{conversation_id}",
     "POST /api/conversations/{conversation_id}/restore",
     "POST /api/agents/{agent}/profile/regenerate",
+    "POST /api/agents/{agent}/remember",
     "GET /api/settings",
     "PUT /api/settings/llm-credentials",
     "GET /api/agents/{agent}/settings",

@@ -201,11 +201,13 @@ def test_memorize_then_recall(hka: Hivekeep) -> None:
     saved = hka("memorize --agent assistant --category fact --subject user --importance 7", LISBON)
     assert saved.stdout == "Saved memory 1.\n"
     again = hka("memorize --agent 1 --category fact --subject user", LISBON)
-    assert again.stdout.splitlines() == [  # no importance this time: the write is kept in history
-        "Already known as memory 1 (duplicate).",
-        "  Your text is kept as version 2 of its history "
-        "(`hivekeep restore --agent 1 1 --version 2` makes it current).",
+    assert again.stdout == "Already known as memory 1 (duplicate).\n"  # an exact repeat
+    reworded = hka("memorize --agent 1 --category fact --subject user", LISBON.lower())
+    assert reworded.stdout.splitlines() == [
+        "Reworded memory 1: the same fact, now in your words (reworded; the previous text is "
+        "kept in `hivekeep history --agent 1 1`)."
     ]
+    hka("restore --agent 1 1 --version 1")  # undo
     hka("agents create planner")
     hka(
         "memorize --agent planner --category decision --scope shared --source-context standup",

@@ -34,12 +34,12 @@ def test_memorize_tool_keeps_a_changed_fact_and_points_at_the_old_one(hive: Hive
     assert (
         set(similar) == {"id", "content", "author", "created_at"} and similar["author"] == "alice"
     )
-    again = agent.call_tool(
-        "memorize", {"content": "team standup is at 10am on tuesdays!", "category": "fact"}
-    )
+    restated = "team standup is at 10am on tuesdays!"
+    again = agent.call_tool("memorize", {"content": restated, "category": "fact"})
     assert again["duplicate"] is True and again["id"] == old["id"] and "similar" not in again
+    assert again["reworded"] is True and again["content"] == restated  # never hidden
     hits = agent.call_tool("recall", {"query": "when is the team standup"})["memories"]
-    assert {h["content"] for h in hits[:2]} == {OLD, NEW}
+    assert {h["content"] for h in hits[:2]} == {restated, NEW}
     assert all("created_at" in h and "updated_at" in h for h in hits)
 
 
@@ -119,3 +119,37 @@ def test_import_keeps_a_changed_fact(tmp_path: Path, local_embedder: LocalEmbedd
         hive.import_(tmp_path / "hive.jsonl")
         contents = {m.content for m in hive.get_agent("alice").list_memories(limit=10).memories}
     assert contents == {OLD, NEW}
+
+
+def test_memorize_work_does_not_grow(hive: Hive) -> None:
+    """Issue 33, item 6, counted rather than timed: the SQL statements one ``memorize`` sends on
+    SQLite. A new memory costs what it did before the write-path change (12, 15 with similar
+    ones listed), an exact repeat one less than before (nothing is recorded now), and a reword
+    about what an ``update_memory`` costs (the row, its vector and its versions change)."""
+    agent = hive.create_agent("alice")
+    agent.memorize_many(
+        [
+            {"content": f"Filler note {n} about the weather in town {n}.", "category": "fact"}
+            for n in range(50)
+        ]
+    )
+    conn = hive._services.archive.store._conn  # type: ignore[attr-defined]  # SQLite's
+    sent: list[str] = []
+
+    def trace(_cursor: object, sql: str, _bindings: object) -> bool:
+        sent.append(sql)
+        return True
+
+    def statements(text: str) -> int:
+        sent.clear()
+        conn.exec_trace = trace
+        try:
+            agent.memorize(text, category="fact")
+        finally:
+            conn.exec_trace = None
+        return len(sent)
+
+    assert statements("The user keeps bees in the garden.") <= 12
+    assert statements("The user keeps wasps in the garden.") <= 15  # lists the bees as similar
+    assert statements("The user keeps bees in the garden.") <= 7
+    assert statements("the user keeps bees in the garden!") <= 17

@@ -133,3 +133,25 @@ def test_common_terms_only_score_in_the_fill(
     assert search(alice.id, ["red", "car"], 10, NO_FILTER, any_term=True) == [
         ids["red car parked outside"]
     ]
+
+
+def test_a_word_probed_once_is_probed_again_after_a_write(
+    table_hive: Hive, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Common-term verdicts are kept between searches only while the file is unchanged: a write
+    by this connection or a commit by another one makes the next search probe again."""
+    monkeypatch.setattr(fulltext, "COMMON_ROWS", 2)
+    alice = table_hive.create_agent("alice")
+    ferry = alice.memorize("ferry timetable for Lisbon", category="fact").memory.id
+    for text in ("red car parked outside", "red bike in the shed"):
+        alice.memorize(text, category="fact")
+    search = table_hive.store.text_search
+    assert len(search(alice.id, ["red", "ferry"], 10, NO_FILTER, any_term=True)) == 3
+    alice.memorize("red door painted again", category="fact")  # "red": 3 rows, common
+    assert search(alice.id, ["red", "ferry"], 10, NO_FILTER, any_term=True) == [ferry]
+    other = apsw.Connection(str(db_path))  # another process's delete (the trigger cleans FTS)
+    try:
+        other.execute("DELETE FROM memories WHERE content = 'red door painted again'")
+    finally:
+        other.close()
+    assert len(search(alice.id, ["red", "ferry"], 10, NO_FILTER, any_term=True)) == 3

@@ -13,7 +13,8 @@ def test_memory_and_profile_writes_publish_events(table_hive: Hive) -> None:
     assert [(e.type, e.agent_id) for e in seen] == [("agent:created", agent.id)]
     seen.clear()
     created = agent.memorize("Likes rock climbing", category="preference").memory
-    agent.memorize("likes rock climbing", category="preference")  # duplicate: no event
+    agent.memorize("Likes  rock climbing", category="preference")  # exact repeat: no event
+    agent.memorize("likes rock climbing", category="preference")  # reworded: an update
     agent.update_memory(created.id, importance=6)
     agent.forget(created.id)
     agent.edit_profile("User", "append", "Climbs on weekends")
@@ -21,13 +22,15 @@ def test_memory_and_profile_writes_publish_events(table_hive: Hive) -> None:
     assert [(e.type, e.agent_id) for e in seen] == [
         ("memory:created", agent.id),
         ("memory:updated", agent.id),
+        ("memory:updated", agent.id),
         ("memory:deleted", agent.id),
         ("profile:updated", agent.id),
         ("profile:updated", agent.id),
     ]
     assert seen[0].data == {"memory_id": created.id, "scope": "private"}
-    assert [e.data["source"] for e in seen[3:]] == ["edit_profile", "user"]
-    assert seen[4].data["revision"] == 2
+    assert seen[1].data == {"memory_id": created.id, "scope": "private"}
+    assert [e.data["source"] for e in seen[4:]] == ["edit_profile", "user"]
+    assert seen[5].data["revision"] == 2
 
 
 def test_failed_writes_publish_nothing(table_hive: Hive) -> None:

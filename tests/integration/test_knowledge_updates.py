@@ -1,6 +1,7 @@
-"""Issue 24 through every interface, with the bundled model: a duplicate write's text is kept in
-the memory's history (and ``restore_memory`` makes it current), and an old fact read back points
-at the newer near-twin that followed it (tool, REST, MCP, CLI)."""
+"""Issues 24 and 33 through every interface, with the bundled model: a restatement of the writer's
+own memory becomes its text (the previous one kept in its history, restorable), another agent's
+shared memory is never rewritten, and an old fact read back points at the newer near-twin that
+followed it (tool, REST, MCP, CLI)."""
 
 from __future__ import annotations
 
@@ -53,31 +54,39 @@ def test_recall_points_an_old_fact_at_the_newer_one(hive: Hive) -> None:
     assert bob.memory(old).newer is None
 
 
-def test_a_duplicate_write_is_kept_and_restorable(hive: Hive) -> None:
+def test_a_restatement_rewords_the_memory_and_undo_restores_it(hive: Hive) -> None:
     agent = hive.create_agent("alice")
     first = agent.call_tool("memorize", {"content": OLD, "category": "fact"})
     again = agent.call_tool("memorize", {"content": RESTATED, "category": "fact"})
     assert again["duplicate"] is True and again["id"] == first["id"]
-    assert again["merged_as_version"] == 2 and "restoring that version" in again["note"]
-    assert agent.memory(first["id"]).content == OLD  # the memory is unchanged
-    [merge, create] = agent.memory_history(first["id"])
-    assert (merge["operation"], merge["content"], merge["changed_by"]) == (
-        "merge",
+    assert again["reworded"] is True and again["content"] == RESTATED
+    assert "merged_as_version" not in again and "previous text" in again["note"]
+    [reword, create] = agent.memory_history(first["id"])
+    assert (reword["operation"], reword["content"], reword["changed_by"]) == (
+        "reword",
         RESTATED,
         "agent",
     )
     assert create["content"] == OLD
-    restored = agent.restore_memory(first["id"], version=again["merged_as_version"])
-    assert restored.content == RESTATED  # a wrong merge undone
-    repeat = agent.call_tool("memorize", {"content": RESTATED, "category": "fact"})
-    assert repeat["duplicate"] is True and "merged_as_version" not in repeat  # its text already
+    restored = agent.restore_memory(first["id"], version=1)
+    assert restored.content == OLD  # a wrong merge undone
+    repeat = agent.call_tool("memorize", {"content": OLD, "category": "fact"})
+    assert repeat["duplicate"] is True and "reworded" not in repeat  # its text already
+    # a dated write older than the memory's text is kept as a version, restorable
+    [older] = agent.memorize_many(
+        [{"content": RESTATED, "category": "fact", "created_at": "2020-01-01"}]
+    )
+    assert (older.duplicate, older.reworded) == (True, False)
+    assert older.merged_version is not None and agent.memory(first["id"]).content == OLD
+    assert agent.restore_memory(first["id"], version=older.merged_version).content == RESTATED
 
 
 def test_rest_shows_the_merge_and_the_newer_fact(hive: Hive) -> None:
     old, new = _standups(hive)
     with TestClient(create_app(hive), base_url="http://127.0.0.1") as client:
         written = client.post(
-            "/api/agents/alice/memories", json={"content": RESTATED, "category": "fact"}
+            "/api/agents/alice/memories",
+            json={"content": RESTATED, "category": "fact", "scope": "shared"},
         )
         found = client.get("/api/agents/bob/memories", params={"query": "standup"})
         one = client.get(f"/api/agents/bob/memories/{old}")
@@ -85,7 +94,8 @@ def test_rest_shows_the_merge_and_the_newer_fact(hive: Hive) -> None:
     assert written.status_code == 200, written.text
     body = written.json()
     assert body["duplicate"] is True and body["memory"]["id"] == old
-    assert body["merged_as_version"] == 2 and "version 2" in body["note"]
+    assert body["reworded"] is True and body["memory"]["content"] == RESTATED
+    assert "merged_as_version" not in body
     hits = {m["id"]: m for m in found.json()["memories"]}
     assert hits[old]["newer"]["id"] == new and hits[old]["newer"]["content"] == NEW
     assert "newer" not in hits[new]
@@ -105,14 +115,13 @@ def test_cli_recall_and_memorize_show_them(db_path: Path, local_embedder: LocalE
     assert found.exit_code == 0, found.output
     assert f"  ↳ newer: #{new} ({created}) {NEW}" in found.output
     assert found.output.count("↳ newer") == 1
-    merged = runner.invoke(
-        cli,
-        ["--db", str(db_path), "memorize", "--agent", "alice", RESTATED, "--category", "fact"],
-    )
+    args = ["memorize", "--agent", "alice", RESTATED, "--category", "fact", "--scope", "shared"]
+    merged = runner.invoke(cli, ["--db", str(db_path), *args])
     assert merged.exit_code == 0, merged.output
-    assert f"Already known as memory {old} (duplicate)." in merged.output
-    assert "kept as version 2 of its history" in merged.output
-    assert f"hivekeep restore --agent alice {old} --version 2" in merged.output
+    assert f"Reworded memory {old}: the same fact, now in your words" in merged.output
+    assert f"hivekeep history --agent alice {old}" in merged.output
+    repeat = runner.invoke(cli, ["--db", str(db_path), *args])
+    assert f"Already known as memory {old} (duplicate)." in repeat.output
 
 
 def test_mcp_tools_show_them(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
@@ -124,15 +133,15 @@ def test_mcp_tools_show_them(tmp_path: Path, local_embedder: LocalEmbedder) -> N
     async def scenario(client: Client) -> list[dict[str, Any]]:
         again = await client.call_tool("memorize", {"content": RESTATED, "category": "fact"})
         before = await client.call_tool("recall", {"query": "standup"})
-        newer = await client.call_tool("memorize", {"content": NEW, "category": "fact"})
-        after = await client.call_tool("recall", {"query": "standup"})
-        return [r.structured_content or {} for r in (again, before, newer, after)]
+        reworded = await client.call_tool("memorize", {"content": OLD + ".", "category": "fact"})
+        return [r.structured_content or {} for r in (again, before, reworded)]
 
-    again, before, newer, after = over_stdio(db, scenario)
-    assert again["duplicate"] is True and again["id"] == old and again["merged_as_version"] == 2
-    # bob's newer memory is private: no pointer for this agent until it writes its own
-    assert [(m["id"], "newer" in m) for m in before["memories"]] == [(old, False)]
-    assert newer["duplicate"] is False and newer["id"] != new
-    hits = {m["id"]: m for m in after["memories"]}
-    assert hits[old]["newer"]["id"] == newer["id"] and hits[old]["newer"]["content"] == NEW
-    assert "newer" not in hits[newer["id"]]
+    again, before, reworded = over_stdio(db, scenario)
+    # alice's shared memory is never rewritten by this agent: its words are its own memory
+    assert again["duplicate"] is False and again["content"] == RESTATED
+    assert [m["id"] for m in again["similar"]] == [old]
+    hits = {m["id"]: m for m in before["memories"]}
+    assert hits[old]["newer"]["id"] == again["id"]  # bob's newer memory is private
+    assert hits[old]["newer"]["content"] == RESTATED and "newer" not in hits[again["id"]]
+    assert reworded["reworded"] is True and reworded["id"] == again["id"]
+    assert reworded["content"] == OLD + "." and new not in hits

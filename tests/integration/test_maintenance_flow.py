@@ -86,7 +86,17 @@ def test_adds_go_through_dedup(hive: Hive, agent: Agent, llm: ScriptedLLM) -> No
         {"op": "add", "content": "ann's sister is called eva", "category": "fact", "subject": "eva"}
     ]
     result = compact_with(hive, agent, llm, maintenance_reply(archive, None))
-    assert result.memories_added == 0 and len(own_memories(agent)) == 1
+    assert result.memories_added == 0
+    # dated by its conversation (May 2024), older than the memory: the later statement stays
+    # current, the extracted one is kept as its version (issue 33, dated writes)
+    assert own_memories(agent) == ["Ann's sister is called Eva"]
+    [memory] = agent.list_memories().memories
+    [kept, _] = agent.memory_history(memory.id)
+    assert (kept["operation"], kept["content"], kept["changed_by"]) == (
+        "merge",
+        "ann's sister is called eva",
+        "maintenance",
+    )
 
 
 def test_an_extracted_changed_fact_is_kept_beside_the_old_one(
@@ -291,6 +301,6 @@ def test_maintenance_prompt_lists_known_memories_and_the_batch(
     llm.enqueue("Eva called.", maintenance_reply())
     agent.compact(conversation)
     prompt = next(c for c in llm.calls if c.call_site == "maintenance").text
-    assert "[0] (fact, Eva; " in prompt and "Ann's sister is called Eva" in prompt
+    assert "[0] (private; fact, Eva; " in prompt and "Ann's sister is called Eva" in prompt
     assert "[2024-06-02T09:30:00.000000Z] Ann: Eva called me today." in prompt
     assert "Profile budget: 200 tokens" in prompt and "## Pinned" in prompt

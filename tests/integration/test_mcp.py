@@ -8,6 +8,8 @@ on 127.0.0.1. Each scenario returns what the client saw; the assertions run outs
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from mcp.types import CallToolResult, TextContent, TextResourceContents
 from hivekeep import Hive, Settings
 from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.tools import tool_schemas
+from tests.wire_servers import WireServer, openai_reply
 
 T = TypeVar("T")
 
@@ -49,7 +52,9 @@ def command(db: Path, *extra: str) -> list[str]:
 
 def over_stdio(db: Path, scenario: Callable[[Client], Awaitable[T]], *, mode: str = "auto") -> T:
     """Run ``scenario`` against a fresh ``hivekeep mcp`` subprocess; returns what it returned."""
-    server = StdioServerParameters(command=sys.executable, args=command(db))
+    # the test's environment (its PYTHONPATH: this tree's hivekeep, its settings), not the SDK's
+    # short default list
+    server = StdioServerParameters(command=sys.executable, args=command(db), env=dict(os.environ))
     return _run(Client(server, mode=mode), scenario)
 
 
@@ -86,8 +91,43 @@ def test_lists_the_seven_tools_with_their_one_definition(db: Path, mode: str) ->
 
     tools = over_stdio(db, scenario, mode=mode)
 
-    assert tools == tool_schemas("mcp")
-    assert len(tools) == 7
+    assert tools[:7] == tool_schemas("mcp")
+    assert [tool["name"] for tool in tools[7:]] == ["remember"]  # the host's, not a model's
+
+
+def test_remember_without_a_model_is_a_tool_error_naming_hivekeep_llm(db: Path) -> None:
+    async def scenario(client: Client) -> tuple[CallToolResult, CallToolResult]:
+        bad = await client.call_tool("remember", {"text": "x", "messages": []})
+        return bad, await client.call_tool("remember", {"text": "I moved to Lisbon."})
+
+    bad, unconfigured = over_stdio(db, scenario)
+    assert bad.is_error and "either 'text'" in text_of(bad)
+    assert unconfigured.is_error and "HIVEKEEP_LLM" in text_of(unconfigured)
+
+
+def test_remember_runs_the_maintenance_call_of_the_hosts_model(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reply = (
+        f'<archive>[{{"op": "add", "content": "{LISBON}", "category": "fact"}}]</archive>\n'
+        "<profile>\n## User\n- Lives in Lisbon\n</profile>"
+    )
+    with WireServer() as model:
+        model.script(openai_reply(reply))
+        monkeypatch.setenv("HIVEKEEP_LLM", "openai:test-model")
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{model.url}/v1")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        messages = [{"role": "user", "content": "I moved to Lisbon in May 2024."}]
+
+        async def scenario(client: Client) -> CallToolResult:
+            return await client.call_tool("remember", {"messages": messages})
+
+        result = over_stdio(db, scenario)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    assert [m["content"] for m in result.structured_content["added"]] == [LISBON]
+    assert "I moved to Lisbon in May 2024." in json.dumps(model.last)
 
 
 def test_memorize_then_recall(db: Path, local_embedder: LocalEmbedder) -> None:
@@ -156,7 +196,7 @@ def test_invalid_argument_is_a_tool_error_and_writes_nothing(db: Path) -> None:
         invalid = await client.call_tool(
             "memorize", {"content": LISBON, "category": "gossip", "colour": "blue"}
         )
-        unknown = await client.call_tool("remember", {"content": LISBON})
+        unknown = await client.call_tool("remember_all", {"content": LISBON})
         listed = await client.call_tool("list_memories", {})
         return invalid, unknown, listed
 
@@ -168,7 +208,7 @@ def test_invalid_argument_is_a_tool_error_and_writes_nothing(db: Path) -> None:
     assert "'category'" in message
     assert "'colour' is not a parameter of memorize" in message
     assert unknown.is_error
-    assert "Unknown tool 'remember'" in text_of(unknown)
+    assert "Unknown tool 'remember_all'" in text_of(unknown)
     assert not listed.is_error
     assert listed.structured_content["total"] == 0
 
@@ -221,7 +261,7 @@ def test_streamable_http_lists_tools_and_calls_one(db: Path, tmp_path: Path) -> 
             server.terminate()
             server.wait(timeout=10)
 
-    assert names == [tool["name"] for tool in tool_schemas("mcp")]
+    assert names == [tool["name"] for tool in tool_schemas("mcp")] + ["remember"]
     assert not saved.is_error, text_of(saved)
     assert saved.structured_content["content"] == LISBON
     assert f"http://127.0.0.1:{port}/mcp" in log.read_text()

@@ -135,6 +135,9 @@ def test_the_openai_agents_example_on_a_local_server(
     assert run_example("OpenAI Agents SDK", tmp_path, server, **settings) == "Noted."
     assert [r.path for r in server.requests] == ["/chat/completions", "/chat/completions"]
     assert {r.body["model"] for r in server.requests} == {settings["OPENAI_DEFAULT_MODEL"]}
+    system = server.requests[0].body["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("Be brief.")
+    assert "# Memory" in system["content"]  # the session's instructions bring the memory block
     assert memories(tmp_path / "memory.db", local_embedder) == ["The user drinks oolong tea"]
     with Hive(tmp_path / "memory.db", embedder=local_embedder, settings=Settings()) as hive:
         conversation = hive.get_agent("assistant").conversations()[0]
@@ -148,7 +151,7 @@ def test_the_anthropic_example(
 ) -> None:
     create = {
         "command": "create",
-        "path": "/memories/archive/tea.md",
+        "path": "/memories/drinks/tea.md",
         "file_text": "The user drinks oolong tea",
     }
     server.script(
@@ -161,3 +164,5 @@ def test_the_anthropic_example(
 
     assert run_example("Anthropic", tmp_path, server) == "Noted."
     assert memories(tmp_path / "memory.db", local_embedder) == ["The user drinks oolong tea"]
+    written = tmp_path / "memory" / "memories" / "drinks" / "tea.md"  # the file, as Claude wrote it
+    assert written.read_text() == "The user drinks oolong tea"

@@ -8,6 +8,7 @@ document is exercised, so a route added later is covered (or fails here).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -16,6 +17,7 @@ import secrets
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from hivekeep.server.app import create_app
 from hivekeep.server.scopes import READ_POSTS, route_kind
 from hivekeep.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME
 from tests.integration.server_support import (
+    SSE,
     Server,
     read_sse,
     serve_command,
@@ -226,6 +229,7 @@ def test_a_read_only_token_reads_and_recalls_but_every_change_is_403(
                 conversation_id=alice["conversation"],
                 tool=tool,
                 label="alice-ro",
+                pending_id=1,
             )
             response = call(client, method, path)
             assert response.status_code == 403, (method, path, response.text)
@@ -440,3 +444,195 @@ def test_scoped_tokens_do_not_let_a_server_without_the_admin_token_bind_beyond_l
     )
     assert refused.returncode == 1
     assert "Refusing to listen on 0.0.0.0" in refused.stderr
+
+
+READS = (
+    ("GET", "/api/agents", None),
+    ("GET", "/api/agents/alice", None),
+    ("GET", "/api/agents/alice/memories", None),
+    ("GET", "/api/agents/alice/memories?query=spare+keys", None),
+    ("GET", "/api/agents/alice/profile", None),
+    ("POST", "/api/agents/alice/tools/recall", {"query": "spare keys"}),
+)
+
+
+HOLD_LOCK = """
+import sqlite3, sys
+holder = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=1)
+holder.execute("BEGIN IMMEDIATE")
+holder.execute("UPDATE agents SET role = role")
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def write_locked(db: Path) -> Iterator[None]:
+    """Another process holding the hive's write lock (as a long import would) in the block."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.communicate("")
+
+
+def test_scoped_reads_keep_answering_while_another_process_holds_the_write_lock(
+    server: Server, hive_file: Path
+) -> None:
+    """Recording a token's use never waits on the write lock (issue 32, item 5): before, every
+    scoped request took it, and a read failed with 503 after the 10 s busy timeout."""
+    tokens = [
+        create_token(hive_file, f"alice-busy-{kind}", "--agent", "alice", *options)
+        for kind, options in (("ro", ("--read-only",)), ("rw", ()))
+    ]
+    conversation = ids(hive_file, "alice")["conversation"]
+    reads = [
+        *READS,
+        ("GET", f"/api/conversations/{conversation}/messages", None),
+        ("GET", f"/api/conversations/{conversation}/context", None),
+        ("GET", "/api/agents/alice/conversations", None),
+        ("GET", "/api/settings", None),
+    ]
+    with write_locked(hive_file):
+        for token in tokens:  # each never used: its first request would record the use
+            client = server.client(token=token)
+            for method, path, body in reads:
+                answer = client.request(method, path, json=body, timeout=4)
+                assert answer.status_code == 200, (method, path, answer.text)
+            with client.stream("GET", "/api/events", timeout=4) as stream:
+                assert next(read_sse(stream)).comment == "connected"
+    # once the lock is free, the use is recorded
+    client = server.client(token=tokens[0])
+    assert client.get("/api/agents/alice").status_code == 200
+    listed = server.client().get("/api/access-tokens").json()
+    assert next(t for t in listed if t["label"] == "alice-busy-ro")["last_used_at"] is not None
+
+
+def test_in_process_scoped_reads_do_not_wait_on_another_writer(hive_file: Path) -> None:
+    """The same through the app in this process (TestClient)."""
+    from fastapi.testclient import TestClient
+
+    with Hive(hive_file, embedder=LocalEmbedder(), settings=Settings()) as hive:
+        token = hive.tokens.create("alice-busy-local", ["alice"], read_only=True).token
+        app = create_app(hive, token=ADMIN, watch_s=None)
+        headers = {"Authorization": f"Bearer {token}"}
+        with (
+            TestClient(app, base_url="http://127.0.0.1", headers=headers) as client,
+            write_locked(hive_file),
+        ):
+            for method, path, body in READS:
+                started = time.monotonic()
+                answer = client.request(method, path, json=body)
+                assert answer.status_code == 200, (method, path, answer.text)
+                assert time.monotonic() - started < 5, (method, path)  # busy timeout: 10 s
+
+
+def events_until_closed(events: Iterator[SSE], within_s: float) -> list[dict[str, Any]]:
+    """The events a stream carries until the server ends it; fails if it is still open after
+    ``within_s`` seconds (a read timeout shorter than the 15 s heartbeat)."""
+    seen = []
+    deadline = time.monotonic() + within_s
+    for event in events:
+        assert time.monotonic() < deadline, "the stream is still open"
+        if event.data is not None:
+            seen.append(event.data)
+    return seen
+
+
+@pytest.mark.parametrize("revoker", ["rest", "cli"])
+def test_revoking_a_token_ends_its_open_event_streams_at_once(
+    server: Server, hive_file: Path, revoker: str
+) -> None:
+    label = f"alice-stream-{revoker}"
+    token = create_token(hive_file, label, "--agent", "alice")
+    admin = server.client()
+    client = server.client(token=token)
+    kept = server.client(token=create_token(hive_file, f"{label}-kept", "--agent", "alice"))
+    timeout = httpx.Timeout(5.0)
+    with (
+        client.stream("GET", "/api/events", timeout=timeout) as revoked_stream,
+        kept.stream("GET", "/api/events", timeout=timeout) as kept_stream,
+    ):
+        assert revoked_stream.status_code == kept_stream.status_code == 200
+        kept_events, revoked_events = read_sse(kept_stream), read_sse(revoked_stream)
+        assert next(revoked_events).comment == "connected"
+        assert next(kept_events).comment == "connected"
+        if revoker == "rest":
+            assert admin.delete(f"/api/access-tokens/{label}").status_code == 204
+        else:
+            cli(hive_file, "tokens", "revoke", label)  # another process: seen within a second
+        secret = f"after revocation {secrets.token_hex(4)}"
+        memory = {"content": secret, "category": "fact"}
+        made = admin.post("/api/agents/alice/memories", json=memory)
+        assert made.status_code == 201
+        new = {"memory_id": made.json()["memory"]["id"], "scope": "private"}
+        assert new not in [e["data"] for e in events_until_closed(revoked_events, 3.0)]
+        # another token's stream goes on, and carries the new memory
+        created = next(e for e in (s.data for s in kept_events) if e is not None)
+        assert created["data"] == new
+
+
+def test_deleting_an_agent_ends_the_event_streams_of_its_tokens(
+    server: Server, hive_file: Path
+) -> None:
+    admin = server.client()
+    name = f"carol{secrets.token_hex(3)}"
+    assert admin.post("/api/agents", json={"name": name}).status_code == 201
+    client = server.client(token=create_token(hive_file, f"{name}-app", "--agent", name))
+    with client.stream("GET", "/api/events", timeout=httpx.Timeout(5.0)) as stream:
+        events = read_sse(stream)
+        assert next(events).comment == "connected"
+        assert admin.delete(f"/api/agents/{name}").status_code == 200
+        assert [e["type"] for e in events_until_closed(events, 3.0)] == ["agent:deleted"]
+    # from another process too: a stream watching an agent by name ends when it goes
+    other = f"dave{secrets.token_hex(3)}"
+    assert admin.post("/api/agents", json={"name": other}).status_code == 201
+    with admin.stream(
+        "GET", "/api/events", params={"agent": other}, timeout=httpx.Timeout(5.0)
+    ) as stream:
+        events = read_sse(stream)
+        assert next(events).comment == "connected"
+        cli(hive_file, "agents", "delete", other, "--yes")
+        events_until_closed(events, 3.0)
+
+
+def test_revoking_a_token_ends_its_open_mcp_session_stream(mcp_url: str, hive_file: Path) -> None:
+    token = create_token(hive_file, "alice-mcp-session", "--agent", "alice")
+    initialize = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    }
+    opened = rpc(mcp_url, token, "initialize", initialize)
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Mcp-Session-Id": session,
+        "Mcp-Protocol-Version": "2025-06-18",
+        "Accept": "application/json, text/event-stream",
+    }
+    notified = httpx.post(
+        mcp_url,
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        headers=headers,
+        trust_env=False,
+    )
+    assert notified.status_code == 202, notified.text
+    with (
+        httpx.Client(trust_env=False, timeout=httpx.Timeout(8.0)) as http,
+        http.stream("GET", mcp_url, headers=headers) as stream,
+    ):
+        assert stream.status_code == 200, stream.read()
+        started = time.monotonic()
+        cli(hive_file, "tokens", "revoke", "alice-mcp-session")
+        for _ in stream.iter_lines():
+            pass  # the server ends the stream; a read timeout (8 s) fails the test
+        assert time.monotonic() - started < 6
+    assert rpc(mcp_url, token, "initialize", initialize).status_code == 401

@@ -315,6 +315,7 @@ def test_without_a_model_the_errors_say_what_to_set(tmp_path: Path) -> None:
             api.post(f"/api/conversations/{conversation}/chat", json={"message": "hi"}),
             api.post(f"/api/conversations/{conversation}/compact"),
             api.post(f"/api/agents/{agent['id']}/profile/regenerate"),
+            api.post(f"/api/agents/{agent['id']}/remember", json={"text": "I moved to Lisbon."}),
         ):
             assert response.status_code == 422, response.text
             assert response.json()["error"]["code"] == "llm_not_configured"

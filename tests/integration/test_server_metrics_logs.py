@@ -4,10 +4,13 @@ the Prometheus client's own parser, and every log line read back as JSON."""
 from __future__ import annotations
 
 import json
+import random
 import secrets
+import string
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -127,3 +130,51 @@ def test_json_logs_are_one_object_a_line_with_request_id_and_agent_and_no_memory
         if line.strip() and not line.startswith("{") and not line.startswith("hivekeep: serving")
     ]
     assert non_json == []
+
+
+def series(server: Server) -> set[tuple[str, tuple[tuple[str, str], ...]]]:
+    """Every series of the HTTP request counter in a scrape."""
+    return {
+        (s.name, tuple(sorted(s.labels.items()))) for s in scrape(server)["hivekeep_http_requests"]
+    }
+
+
+def test_made_up_methods_and_paths_add_a_bounded_number_of_series(server: Server) -> None:
+    """Issue 32, item 4: each made-up method used to add series, without any token."""
+    rng = random.Random(32)
+    anonymous = server.client(authorized=False)
+    api = server.client()
+    for client in (anonymous, api):  # the labels these requests may add, made once
+        client.request("PURGE", "/api/agents")
+        client.request("PURGE", "/nowhere")
+        client.get("/nowhere")
+    before = series(server)
+    for _ in range(300):
+        method = "".join(rng.choices(string.ascii_uppercase, k=rng.randint(3, 12)))
+        path = "/" + "/".join(
+            "".join(rng.choices(string.ascii_lowercase + string.digits, k=rng.randint(1, 10)))
+            for _ in range(rng.randint(1, 4))
+        )
+        for client in (anonymous, api):
+            client.request(method, path)
+            client.request(method, "/api/agents")
+            client.get(path)
+    grown = series(server) - before
+    assert grown == set(), sorted(grown)[:10]
+    labels = {dict(labels)["method"] for _, labels in series(server)}
+    assert labels <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"}
+
+
+def test_the_text_access_log_escapes_control_characters(tmp_path: Path) -> None:
+    """Issue 32, item 9: ``%0A`` in a path, decoded, used to start a forged log line."""
+    server = start_server(tmp_path / "hive.db", tmp_path / "serve.log", token=ADMIN)
+    try:
+        forged = "2026-01-01 00:00:00,000 INFO hivekeep.server.access: GET /api/admin 200"
+        answer = server.client(authorized=False).get("/x%0A" + quote(forged) + "%0D%1B[31m")
+        assert answer.status_code == 404
+    finally:
+        server.stop()
+    lines = server.output().splitlines()
+    assert not any(line.startswith("2026-01-01") for line in lines)
+    [logged] = [line for line in lines if "/x" in line and "hivekeep.server.access" in line]
+    assert "/x\\n2026-01-01" in logged and "\\r\\x1b[31m" in logged

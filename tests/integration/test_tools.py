@@ -79,8 +79,13 @@ def test_memorize_result_and_duplicate(alice: Agent) -> None:
         "memorize", {"content": "prefers window seats.", "category": "fact", "subject": "User "}
     )
     assert again["duplicate"] is True and again["id"] == first["id"]
-    # the text it carried is kept as the next version (version 1: the memory as written)
-    assert again["merged_as_version"] == 2 and "version 2" in again["note"]
+    # the same fact in other words: the memory now reads them, the old text is its version 1
+    assert again["reworded"] is True and again["content"] == "prefers window seats."
+    assert "merged_as_version" not in again and "previous text" in again["note"]
+    repeat = alice.call_tool(
+        "memorize", {"content": " prefers  window seats.", "category": "fact", "subject": "user"}
+    )
+    assert (repeat["duplicate"], repeat["id"], "reworded" in repeat) == (True, first["id"], False)
     other = alice.call_tool(
         "memorize", {"content": "Prefers window seats", "category": "fact", "subject": "Bob"}
     )

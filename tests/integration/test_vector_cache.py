@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hivekeep import Hive, Settings
-from hivekeep.errors import StoreError
+from hivekeep.errors import StoreError, ValidationError
 from hivekeep.store import vector_cache
 from hivekeep.store.base import (
     KEEP,
@@ -130,15 +131,23 @@ operation = st.one_of(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    operations=st.lists(st.tuples(operation, st.booleans(), st.booleans()), min_size=1, max_size=12)
+    operations=st.lists(
+        st.tuples(operation, st.booleans(), st.booleans()), min_size=1, max_size=12
+    ),
+    tight=st.booleans(),
 )
 def test_cache_answers_as_sqlite_vec_under_random_writes(
-    operations: list[tuple[tuple[Any, ...], bool, bool]],
+    operations: list[tuple[tuple[Any, ...], bool, bool]], tight: bool
 ) -> None:
     """Writes go through the cached store or another connection (first flag); the second flag
-    compares the two after the step, so changes from elsewhere can pile up in between."""
+    compares the two after the step, so changes from elsewhere can pile up in between. A
+    ``tight`` cache has a budget of 0 bytes: each read evicts the matrices it does not need, so
+    changes land on audiences not loaded, and loads follow evictions."""
     with tempfile.TemporaryDirectory() as tmp:
         cached, plain = open_pair(Path(tmp))
+        if tight:
+            assert cached.vector_cache is not None
+            cached.vector_cache.budget = 0
         made: list[np.ndarray] = []  # the vector of every insert so far
         try:
             for step, ((kind, *args), elsewhere, check) in enumerate(operations):
@@ -382,3 +391,125 @@ def test_writes_of_another_process_are_seen_without_reopening(
                     plain.vector_search(viewer, near(text), 10, NO_FILTER),
                 )
         plain.close()
+
+
+def tenants_hive(path: Path, tenants: int, each: int, dimension: int = 64) -> SQLiteStore:
+    """``tenants`` agents holding ``each`` private memories, and ten shared ones; a cache
+    holding nothing yet."""
+    store = SQLiteStore(path)
+    store.reset_embedding_space(EmbeddingSpace("test:tenants", dimension))
+    for t in range(tenants):
+        agent = store.create_agent(f"tenant{t}", "").id
+        writes = [
+            write(agent, f"tenant {t} note {n}", random_unit(f"{t} {n}", dimension))
+            for n in range(each)
+        ]
+        if t == 0:
+            writes += [
+                MemoryWrite(
+                    NewMemory(agent, f"shared note {n}", Category.FACT, scope=Scope.SHARED),
+                    random_unit(f"shared {n}", dimension),
+                    f"shared note {n}",
+                )
+                for n in range(10)
+            ]
+        insert_pairs(store, writes, 1.01)  # no dedup: every note is kept
+    assert store.vector_cache is not None
+    store.vector_cache.invalidate()  # the writes' dedup loaded each tenant: start with none
+    return store
+
+
+def counted_bytes(cache: vector_cache.VectorCache) -> int:
+    """The cache's bytes counted afresh from its matrices (``nbytes`` is kept as they change)."""
+    return sum(m.nbytes + vector_cache.ID_MAP_BYTES * len(m) for m in cache._matrices.values())
+
+
+def test_touching_many_tenants_keeps_the_cache_within_its_budget(tmp_path: Path) -> None:
+    """Each tenant's matrix is loaded on its first search; past the budget the least recently
+    searched go, so the cache's bytes stay within it however many tenants are touched, and an
+    evicted tenant's next search loads it again and answers as sqlite-vec."""
+    store = tenants_hive(tmp_path / "hive.db", tenants=40, each=40)
+    plain = SQLiteStore(tmp_path / "hive.db", vector_cache=False)
+    cache = store.vector_cache
+    assert cache is not None
+    cache.budget = 200_000  # about a quarter of the tenants' matrices
+    query = random_unit("query", 64)
+    agents = [a.id for a in store.list_agents()]
+    try:
+        for agent in agents:
+            assert_same_hits(
+                store.vector_search(agent, query, 5, NO_FILTER),
+                plain.vector_search(agent, query, 5, NO_FILTER),
+            )
+            assert cache.nbytes == counted_bytes(cache) <= cache.budget
+        held = len(cache._matrices)
+        assert 2 < held < len(agents) // 2  # the shared matrix and the latest tenants
+        assert len(cache) < 40 * 40 // 2
+        loads = cache.audience_loads
+        first = agents[0]  # searched least recently: evicted
+        assert_same_hits(
+            store.vector_search(first, query, 5, NO_FILTER),
+            plain.vector_search(first, query, 5, NO_FILTER),
+        )
+        assert cache.audience_loads == loads + 1
+        assert cache.nbytes == counted_bytes(cache) <= cache.budget
+    finally:
+        store.close()
+        plain.close()
+
+
+def test_the_byte_count_follows_writes_to_loaded_and_unloaded_tenants(tmp_path: Path) -> None:
+    """A write to a loaded tenant is counted at once; one written elsewhere to a tenant not
+    loaded is left to that tenant's load, which reads it from the file."""
+    store = tenants_hive(tmp_path / "hive.db", tenants=3, each=5)
+    plain = SQLiteStore(tmp_path / "hive.db", vector_cache=False)
+    cache = store.vector_cache
+    assert cache is not None
+    first, second, _ = (a.id for a in store.list_agents())
+    query = random_unit("query", 64)
+    try:
+        store.vector_search(first, query, 5, NO_FILTER)
+        before = cache.nbytes
+        more = [write(first, f"more {n}", random_unit(f"more {n}", 64)) for n in range(80)]
+        insert_pairs(store, more, 1.01)
+        assert cache.nbytes == counted_bytes(cache) > before
+        insert_pairs(plain, [write(second, "unloaded", random_unit("unloaded", 64))], 1.01)
+        store.vector_search(first, query, 5, NO_FILTER)  # replays the log: the row is skipped
+        assert cache.nbytes == counted_bytes(cache) and second not in cache._matrices
+        hits = store.vector_search(second, random_unit("unloaded", 64), 1, NO_FILTER)
+        assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
+        assert cache.nbytes == counted_bytes(cache) and second in cache._matrices
+    finally:
+        store.close()
+        plain.close()
+
+
+def test_the_byte_count_is_what_the_matrices_take(tmp_path: Path) -> None:
+    """``nbytes`` (arrays at their capacity, SLOT_BYTES and ID_MAP_BYTES a row) is within a
+    quarter of what tracemalloc sees the loads allocate, so the budget bounds real memory."""
+    store = tenants_hive(tmp_path / "hive.db", tenants=20, each=200, dimension=32)
+    cache = store.vector_cache
+    assert cache is not None
+    agents = [a.id for a in store.list_agents()]
+    query = random_unit("query", 32)
+    store.vector_search(agents[0], query, 1, NO_FILTER)  # the log and statements, warmed
+    cache.invalidate()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for agent in agents:
+            store.vector_search(agent, query, 1, NO_FILTER)
+        allocated = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+        store.close()
+    assert 0.75 * allocated <= cache.nbytes <= 1.25 * allocated, (cache.nbytes, allocated)
+
+
+def test_the_budget_is_set_by_hivekeep_vector_cache_mb(db_path: Path, table: VectorTable) -> None:
+    settings = Settings.from_env({"HIVEKEEP_VECTOR_CACHE_MB": "3"})
+    with Hive(db_path, embedder=table, settings=settings) as hive:
+        assert isinstance(hive.store, SQLiteStore) and hive.store.vector_cache is not None
+        assert hive.store.vector_cache.budget == 3 * 2**20
+    with pytest.raises(ValidationError, match="HIVEKEEP_VECTOR_CACHE_MB"):
+        Settings.from_env({"HIVEKEEP_VECTOR_CACHE_MB": "0"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,15 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from hivekeep.core.dedup import Candidate, DedupRule, differences, same_fact
+from hivekeep.core.dedup import (
+    Candidate,
+    DedupRule,
+    Merge,
+    Verdict,
+    Writing,
+    differences,
+    same_fact,
+)
 from hivekeep.core.text import normalise_text
 from hivekeep.core.wording import COPULAS, PREPOSITIONS, TEMPORAL
 
@@ -229,6 +238,26 @@ def test_judge_looks_past_closer_candidates_that_differ() -> None:
         ],
     )
     assert verdict.duplicate_of == 2
+
+
+def test_judge_says_what_a_merge_does() -> None:
+    """Issue 33: only an exact repeat (NFC and whitespace) leaves a memory as it is; the same fact
+    rewords the writer's own memory of the write's scope; an older dated write is kept as a
+    version; another agent's shared memory is merged into only by its exact text."""
+    rule = DedupRule(threshold=0.9)
+    mine = Candidate(1, "Standup is at 10am.", 0.95, stated_at="2024-05-01")
+    theirs = Candidate(2, "Standup is at 10am.", 0.97, own=False, shared=True)
+    assert rule.judge(" Standup  is at\t10am. ", [mine]) == Verdict(1, (), Merge.SAME)
+    assert rule.judge("standup is at 10AM", [mine]) == Verdict(1, (), Merge.REWORD)
+    dated = Writing("standup is at 10AM", stated_at="2023-01-01")
+    assert rule.judge(dated, [mine]).merge is Merge.OLDER
+    assert rule.judge(replace(dated, stated_at="2025-01-01"), [mine]).merge is Merge.REWORD
+    assert rule.judge("standup is at 10AM", [theirs]) == Verdict(None, (2,))
+    assert rule.judge("Standup is at 10am.", [theirs]) == Verdict(2, (), Merge.SAME)
+    shared_write = Writing("standup is at 10AM", shared=True)
+    assert rule.judge(shared_write, [mine]) == Verdict(None, (1,))  # not across scopes
+    assert rule.judge(Writing("Standup is at 10am.", shared=True), [mine]).duplicate_of is None
+    assert rule.judge("Standup is at 10am.", [theirs, mine]).duplicate_of == 2  # exact first
 
 
 def test_judge_lists_close_neighbours_of_a_stored_memory() -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from hivekeep.core.blocks import PROMPT_TAGS, contains_tag, extract_block
 from hivekeep.core.maintenance import TranscriptLine
 from hivekeep.core.transcript import DatedText, fold_messages, merge_messages
 from hivekeep.services.compile import _request
-from hivekeep.services.review import _listing
+from hivekeep.services.review import REVIEW_SYSTEM, _listing
 from hivekeep.store.base import AgentRecord, MemoryRecord
 from hivekeep.types import Category, EmbeddingState, Scope, Source
 
@@ -61,4 +62,13 @@ def test_the_compile_prompt_fences_the_memories() -> None:
 def test_the_review_prompt_fences_the_memories() -> None:
     listing = _listing([memory(FORGED), memory("plain fact", "ops")])
     [(_, shown)] = fences(listing)
-    assert "obey Mallory" in shown and "id 7 (fact, ops; 2024-05-01; by sam): plain fact" in shown
+    assert "obey Mallory" in shown
+    assert "id 7 (private; fact, ops; 2024-05-01; by sam): plain fact" in shown
+
+
+def test_the_review_prompt_shows_each_memory_scope() -> None:
+    """So that a suggestion never carries a private memory's text into a shared one."""
+    shared = dataclasses.replace(memory("team fact"), scope=Scope.SHARED)
+    [(_, shown)] = fences(_listing([shared]))
+    assert shown == "id 7 (shared; fact; 2024-05-01; by sam): team fact"
+    assert "shared (every agent reads it)" in REVIEW_SYSTEM

@@ -26,6 +26,7 @@ import httpx
 
 from hivekeep.errors import ProviderError, ValidationError
 from hivekeep.providers.base import Remote, check_client_limits
+from hivekeep.redact import redact_urls, shown_url
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ class HTTPEmbedder(Remote):
             url = f"http://{url}"  # OLLAMA_HOST is commonly "host:port"
         if not url.startswith(("http://", "https://")):
             raise ValidationError(
-                f"The {self.display_name} base URL {url!r} is not an http(s) URL; "
+                f"The {self.display_name} base URL {shown_url(url)!r} is not an http(s) URL; "
                 "pass base_url='https://host/path'."
             )
         return url
@@ -269,6 +270,7 @@ class HTTPEmbedder(Remote):
         return ProviderError(self._redact(message))
 
     def _redact(self, text: str) -> str:
+        text = redact_urls(text)  # a base URL's user, password or query string
         if len(self._secret) < _MIN_REDACTED_KEY_CHARS:
             return text
         return text.replace(self._secret, "[redacted]")

@@ -28,6 +28,7 @@ from hivekeep.providers.base import Remote, check_client_limits
 from hivekeep.providers.llm.base import UsageLog
 from hivekeep.providers.llm.calls import ChatLLM, LLMCall
 from hivekeep.providers.llm.context_windows import context_window_for
+from hivekeep.redact import redact_urls, shown_url
 
 DEFAULT_TIMEOUT = 120.0  # seconds per attempt; a long answer from a slow local model fits
 DEFAULT_MAX_RETRIES = 3
@@ -151,8 +152,8 @@ class SDKChatLLM(ChatLLM, Remote):
         url = ((base_url or "").strip() or from_env or self.endpoint.default_base_url).rstrip("/")
         if not url.startswith(("http://", "https://")):
             raise ValidationError(
-                f"The {self.endpoint.display_name} base URL {url!r} is not an http(s) URL; "
-                "pass base_url='https://host/path'."
+                f"The {self.endpoint.display_name} base URL {shown_url(url)!r} is not an http(s) "
+                "URL; pass base_url='https://host/path'."
             )
         return url
 
@@ -183,7 +184,8 @@ class SDKChatLLM(ChatLLM, Remote):
             return f"timed out after {seconds:g} s ({tries})"
         if isinstance(exc, errors.connection):
             cause = exc.__cause__ or exc
-            return f"could not reach {self.base_url} ({type(cause).__name__}: {cause}; {tries})"
+            reason = redact_urls(f"{type(cause).__name__}: {cause}; {tries}")
+            return f"could not reach {shown_url(self.base_url)} ({reason})"
         if isinstance(exc, errors.status):
             status = int(getattr(exc, "status_code", 0))
             hint = ""

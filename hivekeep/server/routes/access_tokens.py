@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Path, Request, Response
 
 from hivekeep import Hive
 from hivekeep.server.deps import HiveDep
+from hivekeep.server.events import EventStreams
 from hivekeep.server.schemas import AccessTokenOut, CreatedAccessToken, NewAccessToken
 from hivekeep.views import token_view
 
@@ -38,8 +39,11 @@ def create_access_token(body: NewAccessToken, hive: HiveDep) -> CreatedAccessTok
 
 @router.delete("/{label}", status_code=204)
 def revoke_access_token(
-    label: Annotated[str, Path(min_length=1, max_length=64)], hive: HiveDep
+    label: Annotated[str, Path(min_length=1, max_length=64)], hive: HiveDep, request: Request
 ) -> Response:
-    """Revoke: every server refuses the token from its next request on."""
+    """Revoke: every server refuses the token from its next request on, and this one ends the
+    event streams open with it now (another server's end within ``events.RECHECK_S``)."""
     hive.tokens.revoke(label)
+    streams: EventStreams = request.app.state.event_streams
+    streams.close_where(lambda stream: stream.access.label == label.strip())
     return Response(status_code=204)

@@ -14,9 +14,9 @@ import logging
 import queue
 import threading
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field, StrictInt
 
@@ -25,7 +25,6 @@ from hivekeep import (
     Agent,
     ChatReply,
     CompactionOutcome,
-    ConversationRecord,
     Hive,
     HivekeepError,
     MessageRecord,
@@ -34,7 +33,7 @@ from hivekeep import (
     ValidationError,
 )
 from hivekeep.core.bounds import MAX_ID
-from hivekeep.server.deps import AgentDep, HiveDep
+from hivekeep.server.deps import AgentDep, ConversationDep, HiveDep
 from hivekeep.server.errors import ErrorOut, error_response, library_error
 from hivekeep.server.schemas import Body
 
@@ -42,7 +41,6 @@ log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["conversations"])
 
-ConversationId = Annotated[int, Path(ge=1, le=MAX_ID, description="The conversation's id.")]
 BUSY: dict[int | str, dict[str, Any]] = {
     409: {"model": ErrorOut, "description": "A compaction of this agent is running."}
 }
@@ -115,6 +113,8 @@ class SettingsPatch(Body):
     extraction_model: str | None = Field(default=None, min_length=3, max_length=200)
     context_window: StrictInt | None = Field(default=None, ge=1, le=MAX_CONTEXT_WINDOW)
     compaction: dict[CompactionName, CompactionNumber] | None = Field(default=None, max_length=20)
+    secrets: Literal["redact", "refuse", "allow"] | None = None  # null: HIVEKEEP_SECRETS
+    review: Literal["off", "shared", "all"] | None = None  # which own writes wait for a person
 
 
 MODEL_FIELDS = ("model", "compacting_model", "extraction_model")
@@ -123,12 +123,6 @@ ANSWERING: set[int] = set()
 
 
 # helpers ----------------------------------------------------------------------------------------
-def _conversation(hive: Hive, conversation_id: int) -> tuple[Agent, ConversationRecord]:
-    """The conversation and its agent (NotFound, 404, when there is none)."""
-    agent = hive.conversation_agent(conversation_id)
-    return agent, agent.conversation(conversation_id)
-
-
 def message_out(message: MessageRecord) -> dict[str, Any]:
     return dataclasses.asdict(message)
 
@@ -175,6 +169,9 @@ def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
         "extraction_model": stored.extraction_model,
         "context_window_setting": stored.context_window,
         "compaction": stored.compaction,
+        "secrets": stored.secrets,
+        "secrets_in_force": agent.credential_policy(),
+        "review": stored.review or "off",
         "effective": dataclasses.asdict(agent.compaction_settings()),
         **model,
         # the window too small for the part no compaction can fold (None: fine, or no model)
@@ -226,13 +223,12 @@ def restore_conversation(conversation_id: ConversationId, hive: HiveDep) -> Conv
 
 @router.get("/conversations/{conversation_id}/messages")
 def list_messages(
-    conversation_id: ConversationId,
-    hive: HiveDep,
+    conversation: ConversationDep,
     after_id: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> dict[str, Any]:
     """Stored messages oldest first, folded ones and compaction records (``record``) included."""
-    agent, _ = _conversation(hive, conversation_id)
+    agent, conversation_id = conversation.agent, conversation.id
     messages = agent.messages(conversation_id, after_id=after_id, limit=limit)
     return {
         "conversation_id": conversation_id,
@@ -242,9 +238,9 @@ def list_messages(
 
 
 @router.get("/conversations/{conversation_id}/context")
-def get_context(conversation_id: ConversationId, hive: HiveDep) -> ContextOut:
+def get_context(conversation: ConversationDep, hive: HiveDep) -> ContextOut:
     """How full the next context is, for a context-usage bar with the compaction marker."""
-    agent, _ = _conversation(hive, conversation_id)
+    agent, conversation_id = conversation.agent, conversation.id
     context = agent.context(conversation_id)
     model = _model_info(hive, agent)
     usable = model["llm_error"] is None
@@ -267,10 +263,10 @@ def get_context(conversation_id: ConversationId, hive: HiveDep) -> ContextOut:
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {}}, "description": "delta/tool/reply."}},
 )
-def chat(conversation_id: ConversationId, body: ChatBody, hive: HiveDep) -> StreamingResponse:
+def chat(conversation: ConversationDep, body: ChatBody, hive: HiveDep) -> StreamingResponse:
     """One turn, streamed: ``delta`` events (text), ``tool`` events, then ``reply`` (the stored
     messages and any compaction) or ``error``. Bad input or no model fails before streaming."""
-    agent, _ = _conversation(hive, conversation_id)
+    agent, conversation_id = conversation.agent, conversation.id
     events = agent.chat_stream(body.message, conversation_id, speaker=body.speaker)
     return StreamingResponse(
         _stream_chat(hive, agent, conversation_id, events),
@@ -347,11 +343,10 @@ def _turn(hive: Hive, agent: Agent, conversation_id: int, events: Iterator[Any])
 
 
 @router.post("/conversations/{conversation_id}/compact", responses=BUSY)
-def compact(conversation_id: ConversationId, hive: HiveDep) -> dict[str, Any]:
+def compact(conversation: ConversationDep) -> dict[str, Any]:
     """Compact now (forced: folds at least half of the raw history). A failed run is still 200,
     with ``status: "error"`` and the reason, as it is recorded in the conversation."""
-    agent, _ = _conversation(hive, conversation_id)
-    outcome = compaction_out(agent.compact(conversation_id, force=True))
+    outcome = compaction_out(conversation.agent.compact(conversation.id, force=True))
     assert outcome is not None
     return outcome
 
@@ -391,7 +386,7 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
     if not fields:
         raise ValidationError(
             "Send at least one of 'model', 'compacting_model', 'extraction_model', "
-            "'context_window' and 'compaction' to change."
+            "'context_window', 'compaction', 'secrets' and 'review' to change."
         )
     specs = {k: fields[k] for k in MODEL_FIELDS if k in fields}
     for name, spec in specs.items():
@@ -408,6 +403,8 @@ def put_agent_settings(agent: AgentDep, hive: HiveDep, body: SettingsPatch) -> d
         overrides = {
             k: float(v) if isinstance(defaults.get(k), float) else v for k, v in overrides.items()
         }
-    window = {"context_window": fields["context_window"]} if "context_window" in fields else {}
-    agent.configure(compaction=overrides, **specs, **window)
+    kept: dict[str, Any] = {k: fields[k] for k in ("context_window", "secrets") if k in fields}
+    if fields.get("review") is not None:
+        kept["review"] = fields["review"]
+    agent.configure(compaction=overrides, **specs, **kept)
     return _agent_settings(hive, agent)

@@ -82,10 +82,12 @@ def create_memory(agent: AgentDep, body: NewMemoryBody, response: Response) -> M
     if written.duplicate:
         response.status_code = 200
     similar = [SimilarMemory(**similar_view(m)) for m in written.similar]
-    # merged_as_version and similar are left out when none, as in the tool
-    extra = merged_view(written.memory, written.merged_version)
+    # reworded, merged_as_version and similar are left out when none, as in the tool
+    extra = merged_view(written.memory, written.merged_version, reworded=written.reworded)
     if similar:
         extra["similar"] = similar
+    if written.redacted:
+        extra["redacted"] = list(written.redacted)
     return MemoryWritten(
         memory=_out(memory_view(written.memory, agent.id)), duplicate=written.duplicate, **extra
     )

@@ -293,9 +293,11 @@ def _memory_line(m: MemoryRecord, vector: npt.NDArray[np.float32] | None) -> dic
 
 
 def _settings(settings: AgentSettings) -> dict[str, Any]:
-    """An agent's settings as the file carries them; ``context_window`` only when set, so an
-    export of an agent without one still imports into a hivekeep that predates the field."""
+    """An agent's settings as the file carries them; ``context_window``, ``secrets`` and
+    ``review`` only when set, so an export of an agent without them still imports into a
+    hivekeep that predates the fields."""
     out = settings.to_json()
-    if out["context_window"] is None:
-        del out["context_window"]
+    for name in ("context_window", "secrets", "review"):
+        if out[name] is None:
+            del out[name]
     return out

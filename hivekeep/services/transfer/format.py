@@ -166,6 +166,10 @@ class SettingsInfo(_Line):
     compacting_model: str | None = None
     extraction_model: str | None = None
     context_window: int | None = Field(default=None, ge=1)
+    # read, never applied: a file must not loosen the importing hive's credential policy or
+    # review setting
+    secrets: Literal["redact", "refuse", "allow"] | None = None
+    review: Literal["off", "shared", "all"] | None = None  # read, never applied, as secrets
 
 
 class AgentLine(_Line):

@@ -72,7 +72,8 @@ class ImportReport:
     profiles_imported: int = 0
     profiles_kept: int = 0  # an existing non-empty profile left as it was
     memories_imported: int = 0
-    memories_duplicate: int = 0
+    memories_duplicate: int = 0  # merged into a memory already there: no new memory
+    memories_reworded: int = 0  # of those, the ones whose text became that memory's content
     vectors: Literal["reused", "re-embedded"] = "reused"
     memories_embedded: int = 0  # imported memories embedded by this hive's model
     memories_pending: int = 0  # imported without a vector (the embedder failed): backfilled later
@@ -106,6 +107,7 @@ class Importer:
         """Check the whole file; raises ValidationError listing each problem by line."""
         reader = Reader(Path(path), self.conversations)
         reader.profile_budget = None if allow_over_budget else self.profile_budget
+        reader.screen = self._screen
         errors: list[str] = []
         for _ in reader.items(errors):
             pass
@@ -116,6 +118,16 @@ class Importer:
                 + "\n  ".join(errors)
             )
         return reader
+
+    def _screen(self, agent_name: str, text: str, field: str) -> str:
+        """A text of the file as the credential policy of the agent it goes to keeps it (an
+        agent the file creates: the hive's policy); raises CredentialRefused under refuse."""
+        guard = self.archive.guard
+        try:
+            policy = guard.policy(self.store.get_agent(agent_name).id)
+        except NotFound:
+            policy = guard.default
+        return guard.screen(text, policy, field).text
 
     def run(
         self,
@@ -243,6 +255,8 @@ class _Run:
             compacting_model=current.compacting_model or line.settings.compacting_model,
             extraction_model=current.extraction_model or line.settings.extraction_model,
             context_window=current.context_window or line.settings.context_window,
+            secrets=current.secrets,  # never the file's: see SettingsInfo.secrets
+            review=current.review,
         )
         if merged != current:
             try:
@@ -357,12 +371,14 @@ class _Run:
             else self.fresh.pop(number, None)
             for number, m in batch
         ]
-        results = self.importer.archive.memorize_many(
-            [self._memory(m) for _, m in batch], vectors=vectors
+        results = self.importer.archive.memorize_many(  # an import is a person's: never held
+            [self._memory(m) for _, m in batch], vectors=vectors, approved=True
         )
+        merged_into = {r.memory.id for r in results if r.duplicate}
         for (_, m), vector, result in zip(batch, vectors, results, strict=True):
             if result.duplicate:
                 self.report.memories_duplicate += 1
+                self.report.memories_reworded += result.reworded
                 continue
             # the file's history as it was, or (none in the file) version 1 written by the import
             memory = result.memory
@@ -370,12 +386,25 @@ class _Run:
             versions = (
                 _versions(memory.id, memory.agent_id, history) if history else [_imported(memory)]
             )
+            if memory.id in merged_into:  # later lines of the batch merged into it: kept after
+                versions += self._merged_since(memory, len(versions))
             self.store.put_memory_versions(memory.id, versions)
             self.report.memories_imported += 1
             if vector is None:
                 self.report.memories_pending += 1
             elif not (self.reuse and m.vector):
                 self.report.memories_embedded += 1
+
+    def _merged_since(self, memory: MemoryRecord, after: int) -> list[MemoryVersion]:
+        """The versions later lines of the batch made of a memory the batch created (a reword,
+        or an older dated statement kept), renumbered to follow the ``after`` the file gives
+        it; the first recorded one is the memory as this batch created it, which the file's
+        history already ends with."""
+        viewer = PERSON if memory.agent_id is None else memory.agent_id
+        recorded = sorted(self.store.memory_history(memory.id, viewer), key=lambda v: v.version)
+        return [
+            dataclasses.replace(v, version=after + n) for n, v in enumerate(recorded[1:], start=1)
+        ]
 
     def _memory(self, m: MemoryLine) -> NewMemory:
         """The memory to write, attributed as the file says only where the file may say it: a

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import pydantic
 
@@ -44,6 +44,9 @@ from hivekeep.store.conversations import (
     ToolCallRecord,
 )
 from hivekeep.types import Scope
+
+Screen = Callable[[str, str, str], str]  # (agent name, text, field) -> the text kept
+_L = TypeVar("_L")
 
 
 class LineError(Exception):
@@ -183,6 +186,9 @@ class Reader:
         self.lines = 0
         self.source_messages: set[str] = set()  # message keys that memories point at
         self.profile_budget: int | None = None  # None: a profile of any size is accepted
+        # the credential policy: (agent name, text, field) -> the text kept (ValidationError:
+        # refused); every text of a memory or profile line, kept versions included, passes it
+        self.screen: Screen | None = None
 
     def items(self, errors: list[str] | None) -> Iterator[tuple[int, Item]]:
         """(line number, item) in file order. ``errors``: collect problems (up to MAX_ERRORS)
@@ -229,6 +235,7 @@ class Reader:
                         finished.restored = restored_conversation(finished)
                         yield finished.last_line, finished
                     self._check(number, line, agents, profiles, conversation_keys)
+                    line = self._screened(number, line)
                     if isinstance(line, ConversationLine):
                         block = Block(number, line)
                         continue
@@ -244,6 +251,48 @@ class Reader:
                 fail(exc)
         if self.header is None and (errors is None or not errors):
             fail(LineError(1, "the file is empty; an export starts with a header line"))
+
+    def _screened(self, number: int, line: _L) -> _L:
+        """``line`` with its memory or profile texts as the credential policy keeps them."""
+        screen = self.screen
+        if screen is None or not isinstance(line, ProfileLine | MemoryLine):
+            return line
+        agent = line.agent if isinstance(line, ProfileLine) else line.author
+        try:
+            if isinstance(line, ProfileLine):
+                versions = [
+                    v.model_copy(update={"text": screen(agent, v.text, "profile")})
+                    for v in line.history or []
+                ]
+                return line.model_copy(
+                    update={
+                        "text": screen(agent, line.text, "profile"),
+                        "history": versions if line.history is not None else None,
+                    }
+                )
+            memory_versions = [
+                v.model_copy(
+                    update={
+                        "content": screen(agent, v.content, "content"),
+                        "subject": v.subject and screen(agent, v.subject, "subject"),
+                    }
+                )
+                for v in line.history or []
+            ]
+            content = screen(agent, line.content, "content")
+            vector = line.vector if content == line.content else None  # made from the secret
+            return line.model_copy(
+                update={
+                    "content": content,
+                    "vector": vector,
+                    "subject": line.subject and screen(agent, line.subject, "subject"),
+                    "source_context": line.source_context
+                    and screen(agent, line.source_context, "source_context"),
+                    "history": memory_versions if line.history is not None else None,
+                }
+            )
+        except ValidationError as exc:
+            raise LineError(number, str(exc).rstrip(".")) from None
 
     def _parse(self, number: int, text: str) -> AnyLine:
         try:

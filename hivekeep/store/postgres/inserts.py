@@ -14,7 +14,7 @@ beforehand, so a write can name an earlier one of its batch as similar or as its
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,14 +22,14 @@ import numpy.typing as npt
 import psycopg
 from psycopg.rows import TupleRow
 
-from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
+from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Merge, Verdict
 from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import now_timestamp
 from hivekeep.store.base import PERSON, EmbeddingSpace, Inserted, MemoryWrite
 from hivekeep.store.postgres.vectors import checked_vector
 from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
 from hivekeep.store.sql.dialect import Session
-from hivekeep.store.sql.memories import fetch, found_duplicate, link_similar
+from hivekeep.store.sql.memories import MemoryRows, fetch, found_duplicate, link_similar, writing
 
 Connection = psycopg.Connection[TupleRow]
 Similarities = npt.NDArray[np.float64]
@@ -74,7 +74,8 @@ _INSERT = (
     f"RETURNING {MEMORY_COLUMNS}"
 )
 _NEIGHBOURS = (
-    "SELECT id, content, embedding <=> %(q)s::vector AS distance FROM memories "
+    "SELECT id, content, embedding <=> %(q)s::vector AS distance, agent_id, scope = 'shared', "
+    "updated_at FROM memories "
     "WHERE embedding IS NOT NULL AND (agent_id = %(author)s OR scope = 'shared') "
     "AND subject_key = %(subject)s ORDER BY {order} LIMIT %(k)s"
 )
@@ -96,6 +97,11 @@ class _Kept:
     values: tuple[Any, ...]
     verdict: Verdict
 
+    def candidate(self, content: str, similarity: float, author: int) -> Candidate:
+        return Candidate(
+            self.id, content, similarity, self.owner == author, self.shared, self.values[-1]
+        )
+
 
 def insert_batch(
     s: Session,
@@ -103,12 +109,12 @@ def insert_batch(
     authors: Sequence[str],
     space: EmbeddingSpace | None,
     dedup: DedupRule,
-    history_limit: int,
+    store: MemoryRows,
 ) -> list[Inserted]:
     """Judge and write ``writes`` (``authors``: each one's author name) inside the caller's
-    transaction, which holds the insert lock. A duplicate's text is kept as a ``merge`` version
-    of the memory it matched (``history_limit``: versions kept); a stored write is linked to
-    the similar memories it lists."""
+    transaction, which holds the insert lock. A merged write is applied by ``found_duplicate``
+    (``store``: whose ``reword`` it calls) once the batch's rows exist, in order; a
+    stored write is linked to the similar memories it lists."""
     conn: Connection = s.conn
     literals = [
         None if w.vector is None or space is None else checked_vector(w.vector, space)
@@ -126,12 +132,16 @@ def insert_batch(
     units = _units(writes, literals)
     kept: list[_Kept] = []
     duplicates: dict[int, Verdict] = {}
+    reworded: dict[int, tuple[str, str]] = {}  # id -> its text and date after the batch
     for index, write in enumerate(writes):
         memory, literal = write.memory, literals[index]
-        before = earlier.get(index), close.get(index, [])
-        verdict = _judge(index, writes, literal is not None, *before, units, kept, dedup)
+        before = earlier.get(index, []), close.get(index, [])
+        verdict = _judge(index, writes, literal is not None, *before, units, kept, dedup, reworded)
         if verdict.duplicate_of is not None:
             duplicates[index] = verdict
+            if verdict.merge is Merge.REWORD:
+                stated = writing(memory).stated_at or now_timestamp()
+                reworded[verdict.duplicate_of] = (memory.content, stated)
             continue
         now = now_timestamp()
         owner = None if memory.agent_id == PERSON else memory.agent_id
@@ -155,7 +165,7 @@ def insert_batch(
             memory.retrieval_count,
             memory.last_retrieved_at,
             memory.created_at or now,
-            memory.updated_at or now,
+            memory.updated_at or memory.created_at or now,
         )
         shared = memory.scope.value == "shared"
         vector, subject = literal is not None, subject_key(memory.subject)
@@ -177,8 +187,8 @@ def insert_batch(
         for author, wanted in similar.items()
     }
     results: list[Inserted | None] = [None] * len(writes)
-    for index, verdict in duplicates.items():
-        results[index] = found_duplicate(s, writes[index].memory, verdict, history_limit)
+    for index, verdict in duplicates.items():  # in order: a later write sees an earlier reword
+        results[index] = found_duplicate(s, writes[index], verdict, store)
     links = []
     for k in kept:
         seen = found.get(writes[k.index].memory.agent_id, {})
@@ -204,22 +214,27 @@ def _units(writes: Sequence[MemoryWrite], literals: Sequence[str | None]) -> Sim
     return cosines
 
 
-def _same_text_before(conn: Connection, writes: Sequence[MemoryWrite]) -> dict[int, Candidate]:
-    """Write index -> the oldest memory from before the batch, visible to its author, with the
-    same text key and subject (one statement for the batch), as a candidate of similarity 1."""
+def _same_text_before(
+    conn: Connection, writes: Sequence[MemoryWrite]
+) -> dict[int, list[Candidate]]:
+    """Write index -> the memories from before the batch, visible to its author, with the same
+    text key and subject (one statement for the batch; oldest first, at most ``NEIGHBOURS``), as
+    candidates of similarity 1."""
     keys = sorted({w.text_key for w in writes})
     rows = conn.execute(
-        "SELECT text_key, agent_id, scope = 'shared', id, subject_key, content FROM memories "
-        "WHERE text_key = ANY(%s) ORDER BY id",
+        "SELECT text_key, agent_id, scope = 'shared', id, subject_key, content, updated_at "
+        "FROM memories WHERE text_key = ANY(%s) ORDER BY id",
         (keys,),
     ).fetchall()
-    found: dict[int, Candidate] = {}
+    found: dict[int, list[Candidate]] = {}
     for index, write in enumerate(writes):
         author, subject = write.memory.agent_id, subject_key(write.memory.subject)
-        for key, owner, shared, memory_id, row_subject, content in rows:
+        same = found.setdefault(index, [])
+        for key, owner, shared, memory_id, row_subject, content, stated in rows:
             if key == write.text_key and (shared or owner == author) and row_subject == subject:
-                found[index] = Candidate(int(memory_id), content, 1.0)
-                break
+                mine = owner == author
+                same.append(Candidate(int(memory_id), content, 1.0, mine, shared, stated))
+        del same[NEIGHBOURS:]
     return found
 
 
@@ -268,10 +283,11 @@ def _neighbours_before(
                     )
     found = {}
     for i, cursor in cursors.items():
+        author = writes[i].memory.agent_id
         found[i] = [
-            Candidate(int(memory_id), content, 1.0 - float(distance))
-            for memory_id, content, distance in cursor.fetchall()
-            if 1.0 - float(distance) >= dedup.floor
+            Candidate(int(memory_id), content, 1.0 - float(d), owner == author, shared, stated)
+            for memory_id, content, d, owner, shared, stated in cursor.fetchall()
+            if 1.0 - float(d) >= dedup.floor
         ]
     conn.execute(  # back to the session's own settings, for the rest of the transaction
         "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_bitmapscan', %s, true), "
@@ -298,33 +314,41 @@ def _judge(
     index: int,
     writes: Sequence[MemoryWrite],
     has_vector: bool,
-    same_before: Candidate | None,
+    same_before: list[Candidate],
     close_before: list[Candidate],
     cosines: Similarities,
     kept: Sequence[_Kept],
     dedup: DedupRule,
+    reworded: dict[int, tuple[str, str]],
 ) -> Verdict:
-    """As a write-by-write insert judges: the oldest visible memory with the same text when the
-    rule agrees (an old text key may join texts the rule keeps apart), else the rule over the
-    ``NEIGHBOURS`` closest visible vectors at or above the floor (ties: the smaller id), rows from
-    before the batch and the batch's earlier rows alike, of the write's subject only."""
+    """As a write-by-write insert judges: the rule over the visible memories with the same text
+    key (similarity 1) and the ``NEIGHBOURS`` closest visible vectors at or above the floor
+    (ties: the smaller id), rows from before the batch and the batch's earlier rows alike, of
+    the write's subject only, each with the text an earlier write of the batch gave it."""
     write = writes[index]
     author, subject = write.memory.agent_id, subject_key(write.memory.subject)
     mine = [k for k in kept if (k.shared or k.owner == author) and k.subject == subject]
-    same = [same_before] if same_before is not None else []
-    twin = next((k for k in mine if writes[k.index].text_key == write.text_key), None)
-    if twin is not None:
-        same.append(Candidate(twin.id, writes[twin.index].memory.content, 1.0))
-    exact = dedup.judge(write.memory.content, same)
-    if exact.duplicate_of is not None:
-        return exact
-    if not has_vector or dedup.floor > 1.0 + 1e-6:
-        return Verdict(None, ())
-    candidates = list(close_before)
-    candidates += [
-        Candidate(k.id, writes[k.index].memory.content, float(cosines[index, k.index]))
+    same = list(same_before)
+    same += [
+        k.candidate(writes[k.index].memory.content, 1.0, author)
         for k in mine
-        if k.has_vector and cosines[index, k.index] >= dedup.floor
+        if writes[k.index].text_key == write.text_key
     ]
-    candidates.sort(key=lambda c: (-c.similarity, c.id))
-    return dedup.judge(write.memory.content, candidates[:NEIGHBOURS])
+    candidates = []
+    if has_vector and dedup.floor <= 1.0 + 1e-6:
+        candidates = list(close_before)
+        candidates += [
+            k.candidate(writes[k.index].memory.content, float(cosines[index, k.index]), author)
+            for k in mine
+            if k.has_vector and cosines[index, k.index] >= dedup.floor
+        ]
+        candidates.sort(key=lambda c: (-c.similarity, c.id))
+        candidates = candidates[:NEIGHBOURS]
+    seen = {c.id for c in same}
+    judged = [
+        replace(c, content=reworded[c.id][0], stated_at=reworded[c.id][1])
+        if c.id in reworded
+        else c
+        for c in [*same, *(c for c in candidates if c.id not in seen)]
+    ]
+    return dedup.judge(writing(write.memory), judged)

@@ -347,8 +347,24 @@ def m007_room_for_retrieval_counts(conn: Connection) -> None:
     conn.execute("ALTER TABLE memories SET (fillfactor = 60)")
 
 
-def m008_conversation_trash(conn: Connection) -> None:
-    """A trash for conversations: SQLite's migration 11."""
+def m008_pending_writes(conn: Connection) -> None:
+    """Writes held for review: SQLite's migration 11."""
+    conn.execute(
+        """CREATE TABLE pending_writes (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            agent_id bigint NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            operation text NOT NULL CHECK (operation IN ('memorize', 'update')),
+            memory_id bigint,
+            fields text NOT NULL,
+            source text NOT NULL,
+            created_at text COLLATE "C" NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX pending_writes_agent ON pending_writes(agent_id, id)")
+
+
+def m009_conversation_trash(conn: Connection) -> None:
+    """A trash for conversations: SQLite's migration 12."""
     conn.execute('ALTER TABLE conversations ADD COLUMN deleted_at text COLLATE "C"')
 
 
@@ -360,7 +376,8 @@ MIGRATIONS: list[Migration] = [
     (5, "purges whose clean-up is pending", m005_pending_scrubs),
     (6, "scoped API tokens, hashed", m006_access_tokens),
     (7, "memories pages keep room for a retrieval-count update", m007_room_for_retrieval_counts),
-    (8, "a trash for conversations", m008_conversation_trash),
+    (8, "writes held for review", m008_pending_writes),
+    (9, "a trash for conversations", m009_conversation_trash),
 ]
 LATEST = MIGRATIONS[-1][0]
 

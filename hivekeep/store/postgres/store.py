@@ -50,6 +50,7 @@ from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import VersionRows
 from hivekeep.store.sql.memories import MemoryRows, filter_sql
+from hivekeep.store.sql.pending import PendingRows
 from hivekeep.store.sql.tokens import TokenRows
 from hivekeep.store.target import redact_url
 
@@ -67,7 +68,9 @@ HNSW_MAX_SCAN_TUPLES = 100_000
 HNSW_EF_SEARCH = 200
 
 
-class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, TokenRows):
+class PostgresStore(
+    VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, TokenRows, PendingRows
+):
     """``Store`` on a PostgreSQL database with pgvector; see the module docstring.
 
     >>> store = PostgresStore("postgresql://hive@db.internal/hivekeep")   # doctest: +SKIP
@@ -217,7 +220,7 @@ class PostgresStore(VersionRows, AgentRows, MemoryRows, HistoryRows, Conversatio
             s = _session(conn)
             authors: dict[int, str] = {}
             names = [author_of(w.memory, authors, lambda key: agents.agent(s, key)) for w in writes]
-            return insert_batch(s, writes, names, agents.space(s), dedup, self.history_limit)
+            return insert_batch(s, writes, names, agents.space(s), dedup, self)
 
     def _forget_agent(self, s: Session, agent_id: int) -> None:
         history.forget_agent_history(s.conn, agent_id)

@@ -8,7 +8,7 @@ writes to one conversation take turns.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hivekeep.core.text import now_timestamp
@@ -129,6 +129,17 @@ def conversation(s: Session, conversation_id: int, *, lock: bool = False) -> Con
     sql = f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ?"
     missing = NotFound(f"No conversation with id {conversation_id}.")
     return ConversationRecord(*s.found(sql, (conversation_id,), missing, lock=lock))
+
+
+def _message_state(s: Session, conversation_id: int, message_id: int) -> Sequence[Any]:
+    """(summary_id, is_compaction_record) of a message of this conversation (else NotFound)."""
+    row: Sequence[Any] = s.found(
+        "SELECT summary_id, is_compaction_record FROM messages WHERE id = ? "
+        "AND conversation_id = ?",
+        (message_id, conversation_id),
+        NotFound(f"No message with id {message_id} in conversation {conversation_id}."),
+    )
+    return row
 
 
 def _insert_summary(
@@ -344,6 +355,26 @@ class ConversationRows(SqlRows):
                 f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE {among} ORDER BY id", params
             )
             return [_message(s, row) for row in rows]
+
+    def delete_raw_message(self, conversation_id: int, message_id: int) -> None:
+        with self._atomic() as s:
+            conversation(s, conversation_id, lock=True)
+            row = _message_state(s, conversation_id, message_id)
+            if row[0] is not None or row[1]:
+                raise ConflictError(
+                    f"Message {message_id} is already folded into a summary (or is a compaction "
+                    "record); what was drawn from it cannot be taken back."
+                )
+            s.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+
+    def set_message_record(
+        self, conversation_id: int, message_id: int, record: Mapping[str, Any] | None
+    ) -> None:
+        with self._atomic() as s:
+            conversation(s, conversation_id, lock=True)
+            _message_state(s, conversation_id, message_id)
+            stored = None if record is None else s.dialect.to_json(dict(record))
+            s.execute("UPDATE messages SET record = ? WHERE id = ?", (stored, message_id))
 
     # summaries --------------------------------------------------------------------------------
     def fold(

@@ -146,3 +146,9 @@ class SqlRows:
 
     def _reading(self) -> AbstractContextManager[Session]:
         raise NotImplementedError  # provided by the store
+
+    def _atomic_if_free(self) -> AbstractContextManager[Session]:
+        """A transaction for bookkeeping a read must not wait on: the store may raise HiveBusy
+        at once instead of waiting for the write lock (SQLite does; PostgreSQL's readers never
+        wait on writers, so it simply writes)."""
+        return self._atomic()

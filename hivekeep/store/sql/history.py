@@ -181,6 +181,33 @@ class VersionRows(SqlRows):
                     (memory_id, *version_values(v)),
                 )
 
+    def drop_memory_versions(self, memory_id: int, versions: Sequence[int]) -> int:
+        with self._atomic() as s:
+            return sum(
+                len(
+                    s.rows(
+                        "DELETE FROM memory_versions WHERE memory_id = ? AND version = ? "
+                        "RETURNING version",
+                        (memory_id, version),
+                    )
+                )
+                for version in versions
+            )
+
+    def drop_profile_versions(self, agent_id: int, versions: Sequence[int]) -> int:
+        with self._atomic() as s:
+            return sum(
+                len(
+                    s.rows(
+                        "DELETE FROM profile_versions WHERE agent_id = ? AND version = ? AND "
+                        "version <> (SELECT revision FROM profiles WHERE agent_id = ?) "
+                        "RETURNING version",
+                        (agent_id, version, agent_id),
+                    )
+                )
+                for version in versions
+            )
+
     # profiles ---------------------------------------------------------------------------------
     def _profile_before(self, s: Session, agent_id: int) -> None:
         """Before a profile write: its state recorded as a version, if it is not yet."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hivekeep.core.dedup import Verdict
+from hivekeep.core.dedup import NEIGHBOURS, Candidate, Merge, Verdict, Writing
 from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import now_timestamp
 from hivekeep.errors import NotFound
@@ -23,15 +23,16 @@ from hivekeep.store.base import (
     MemoryChanges,
     MemoryFilter,
     MemoryRecord,
+    MemoryWrite,
     NewMemory,
     PendingEmbedding,
     Vector,
     _Keep,
 )
-from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
+from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row, writer
 from hivekeep.store.sql.dialect import Dialect, Session, SqlRows, TextQuery
 from hivekeep.store.sql.versions import latest_version, record_merge, record_version
-from hivekeep.types import Scope
+from hivekeep.types import Operation, Scope
 
 
 def filter_clauses(
@@ -103,26 +104,54 @@ def fetch(s: Session, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRec
 
 def same_text(
     s: Session, text_key: str, author_id: int, subject: str | None, excluding: int = 0
-) -> int | None:
-    """The oldest memory visible to the author with this text key and subject (the
-    exact-duplicate check; subjects compare by ``subject_key``), ``excluding`` one (a restore's
-    own memory; 0, no id, excludes none)."""
+) -> list[int]:
+    """The memories visible to the author with this text key and subject, oldest first (the
+    exact-text candidates; subjects compare by ``subject_key``), ``excluding`` one (a restore's
+    own memory; 0, no id, excludes none). A key match is only a candidate: the rule decides."""
     rows = s.rows(
         "SELECT id, subject FROM memories "
         "WHERE text_key = ? AND id <> ? AND (agent_id = ? OR scope = 'shared') ORDER BY id",
         (text_key, excluding, author_id),
     )
     wanted = subject_key(subject)
-    return next((int(row[0]) for row in rows if subject_key(row[1]) == wanted), None)
+    return [int(row[0]) for row in rows if subject_key(row[1]) == wanted][:NEIGHBOURS]
 
 
-def found_duplicate(s: Session, write: NewMemory, verdict: Verdict, limit: int) -> Inserted | None:
-    """The memory a write duplicates, as ``insert_memories`` gives it back, with the text the
-    write carried kept in its history (None: no duplicate)."""
-    if verdict.duplicate_of is None:
+def writing(memory: NewMemory) -> Writing:
+    """A new memory as the rule judges it: its text, scope and, for a dated write (``created_at``
+    given: an import, bootstrap, a past event), the date its text was stated."""
+    stated = (memory.updated_at or memory.created_at) if memory.created_at else None
+    return Writing(memory.content, memory.scope is Scope.SHARED, stated)
+
+
+def candidate(record: MemoryRecord, writer_id: int, similarity: float) -> Candidate:
+    """A visible memory as the rule sees it, for a write by ``writer_id``."""
+    return Candidate(
+        record.id,
+        record.content,
+        similarity,
+        own=record.agent_id == writer_id,
+        shared=record.scope is Scope.SHARED,
+        stated_at=record.updated_at,
+    )
+
+
+def found_duplicate(
+    s: Session, write: MemoryWrite, verdict: Verdict, rows: MemoryRows
+) -> Inserted | None:
+    """What became of a write the rule merged into an existing memory, as ``insert_memories``
+    gives it back (None: no merge): an exact repeat leaves it as it is; a reword makes the
+    write's text its content (the previous text kept as a version); an older dated write is
+    kept as a ``merge`` version."""
+    target, memory = verdict.duplicate_of, write.memory
+    if target is None:
         return None
-    merged = record_merge(s, verdict.duplicate_of, write, limit)
-    return Inserted(visible(s, verdict.duplicate_of, write.agent_id), True, (), merged)
+    if verdict.merge is Merge.REWORD:
+        return Inserted(rows.reword(s, target, write), True, (), None, reworded=True)
+    merged = None
+    if verdict.merge is Merge.OLDER:
+        merged = record_merge(s, target, memory, rows.history_limit)
+    return Inserted(visible(s, target, memory.agent_id), True, (), merged)
 
 
 def link_similar(s: Session, links: Sequence[tuple[int, int]]) -> None:
@@ -200,39 +229,73 @@ class MemoryRows(SqlRows):
         written: Change = BY_AGENT,
     ) -> MemoryRecord:
         with self._atomic() as s:
-            if s.dialect.FOR_UPDATE:  # the row locked before it is read (SQLite: one writer)
-                s.execute(
-                    f"SELECT 1 FROM memories WHERE id = ?{s.dialect.FOR_UPDATE}", (memory_id,)
-                )
+            return self._rewrite(s, memory_id, owner_id, changes, text_key, vector, written)
+
+    def reword(self, s: Session, memory_id: int, write: MemoryWrite) -> MemoryRecord:
+        """The write's text (and vector) as owned memory ``memory_id``'s content, the previous
+        state kept as a version: a write judged the same fact (SPEC 4.1). A dated write dates
+        the change (``updated_at``), so a later dated write of the fact is judged against it."""
+        memory = write.memory
+        stated = writing(memory).stated_at
+        return self._rewrite(
+            s,
+            memory_id,
+            memory.agent_id,
+            MemoryChanges(content=memory.content),
+            write.text_key,
+            write.vector,
+            Change(write.by or writer(memory.source), Operation.REWORD),
+            updated_at=stated,
+            owner_checked=True,  # the rule chose it among the writer's own memories
+        )
+
+    def _rewrite(
+        self,
+        s: Session,
+        memory_id: int,
+        owner_id: int,
+        changes: MemoryChanges,
+        text_key: str | None,
+        vector: Vector | _Keep | None,
+        written: Change,
+        *,
+        updated_at: str | None = None,
+        owner_checked: bool = False,
+    ) -> MemoryRecord:
+        """``update_memory`` inside the caller's transaction (``updated_at`` None: now;
+        ``owner_checked``: the caller read the row as ``owner_id``'s in this transaction)."""
+        if s.dialect.FOR_UPDATE:  # the row locked before it is read (SQLite: one writer)
+            s.execute(f"SELECT 1 FROM memories WHERE id = ?{s.dialect.FOR_UPDATE}", (memory_id,))
+        if not owner_checked:
             owned(s, memory_id, owner_id)
-            latest = latest_version(s, memory_id)
-            fields: dict[str, Any] = {
-                name: getattr(value, "value", value)
-                for name in (
-                    "content",
-                    "category",
-                    "subject",
-                    "importance",
-                    "scope",
-                    "source_context",
-                )
-                if (value := getattr(changes, name)) is not KEEP
-            }
-            if "subject" in fields and s.dialect.SUBJECT_KEY_STORED:
-                fields["subject_key"] = subject_key(fields["subject"])
-            if text_key is not None:
-                fields["text_key"] = text_key
-            fields["updated_at"] = now_timestamp()
-            assignments = [f"{name} = :{name}" for name in fields]
-            assignments += self._vector_columns(s, fields, vector)
-            with s.dialect.refused_values():
-                s.execute(
-                    f"UPDATE memories SET {', '.join(assignments)} WHERE id = :id",
-                    {**fields, "id": memory_id},
-                )
-            record_version(s, memory_id, latest, written, self.history_limit)
-            self._vector_changed(s, memory_id, owner_id, vector)
-            return visible(s, memory_id, owner_id)
+        latest = latest_version(s, memory_id)
+        fields: dict[str, Any] = {
+            name: getattr(value, "value", value)
+            for name in (
+                "content",
+                "category",
+                "subject",
+                "importance",
+                "scope",
+                "source_context",
+            )
+            if (value := getattr(changes, name)) is not KEEP
+        }
+        if "subject" in fields and s.dialect.SUBJECT_KEY_STORED:
+            fields["subject_key"] = subject_key(fields["subject"])
+        if text_key is not None:
+            fields["text_key"] = text_key
+        fields["updated_at"] = updated_at or now_timestamp()
+        assignments = [f"{name} = :{name}" for name in fields]
+        assignments += self._vector_columns(s, fields, vector)
+        with s.dialect.refused_values():
+            s.execute(
+                f"UPDATE memories SET {', '.join(assignments)} WHERE id = :id",
+                {**fields, "id": memory_id},
+            )
+        record_version(s, memory_id, latest, written, self.history_limit)
+        self._vector_changed(s, memory_id, owner_id, vector)
+        return visible(s, memory_id, owner_id)
 
     def get_memory(self, memory_id: int, viewer_id: int) -> MemoryRecord:
         with self._reading() as s:
@@ -244,7 +307,7 @@ class MemoryRows(SqlRows):
 
     def find_same_text(
         self, viewer_id: int, text_key: str, subject: str | None, *, excluding: int = 0
-    ) -> int | None:
+    ) -> list[int]:
         with self._reading() as s:
             return same_text(s, text_key, viewer_id, subject, excluding)
 
@@ -265,6 +328,16 @@ class MemoryRows(SqlRows):
                 {**params, "limit": limit, "offset": offset},
             )
         return [memory_from_row(row) for row in rows], int(total[0]) if total else 0
+
+    def count_memories(self, viewer_id: int, filters: MemoryFilter, at_most: int) -> int:
+        where, params = filter_sql(self._dialect, viewer_id, filters)
+        with self._reading() as s:
+            row = s.one(
+                f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} "
+                f"LIMIT {s.dialect.mark('at_most')}) AS counted",
+                {**params, "at_most": max(at_most, 0)},
+            )
+        return int(row[0]) if row else 0
 
     def text_search(
         self,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import ConflictError
+from hivekeep.errors import ConflictError, HiveBusy
 from hivekeep.store.sql.dialect import SqlRows
 from hivekeep.store.tokens import NewToken, StoredToken, TokenRecord
 
@@ -68,7 +69,8 @@ class TokenRows(SqlRows):
         return row is not None
 
     def touch_token(self, token_id: int, used_at: str, stale_before: str) -> None:
-        with self._atomic() as s:
+        # bookkeeping on a request's path: skipped, never waited for, while another writes
+        with contextlib.suppress(HiveBusy), self._atomic_if_free() as s:
             s.execute(
                 "UPDATE access_tokens SET last_used_at = ? WHERE id = ? "
                 "AND (last_used_at IS NULL OR last_used_at < ?)",

@@ -24,13 +24,18 @@ def hive_busy(outcome: str) -> HiveBusy:
     )
 
 
-def begin_immediate(conn: apsw.Connection) -> None:
-    """BEGIN IMMEDIATE: the write lock, waited for up to the busy timeout, then ``HiveBusy``
-    (never apsw's raw "database is locked")."""
+def begin_immediate(conn: apsw.Connection, *, wait: bool = True) -> None:
+    """BEGIN IMMEDIATE: the write lock, waited for up to the busy timeout (not at all with
+    ``wait=False``), then ``HiveBusy`` (never apsw's raw "database is locked")."""
+    if not wait:
+        conn.set_busy_timeout(0)
     try:
         conn.execute("BEGIN IMMEDIATE")
     except apsw.BusyError:
         raise hive_busy("Nothing was written; retry when it is done.") from None
+    finally:
+        if not wait:
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
 
 
 class SQLiteDialect(Dialect):

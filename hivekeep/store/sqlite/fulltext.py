@@ -3,6 +3,7 @@ ranked by bm25. The PostgreSQL arm is ``postgres/fulltext.py``."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import apsw
@@ -39,29 +40,45 @@ def audience(q: TextQuery) -> str:
     return f'audience : ("a{q.viewer_id}" OR "shared")'
 
 
+# Per connection: the file's state (and the bound) when the words below were probed, and each
+# word's verdict (common or not). Recall asks twice in a row (the AND, then the OR fill) about
+# the same words.
+_PROBED: weakref.WeakKeyDictionary[apsw.Connection, tuple[tuple[int, ...], dict[str, bool]]]
+_PROBED = weakref.WeakKeyDictionary()
+PROBED_WORDS = 1000  # verdicts kept per connection; past this they start over
+
+
 def common_terms(s: Session, words: Sequence[str]) -> set[str]:
     """The words found, as whole words, in more than ``COMMON_ROWS`` rows (in any column, by any
     agent: an upper bound).
 
     Reading a word's matches in rowid order ranks nothing: about 0.2 ms for 2,000 rows at 100k
     (0.6 ms as a prefix, 0.8 ms limited to the text columns); a hive whose ids stay under the
-    bound is not probed at all.
+    bound is not probed at all. A verdict is kept until the file changes (another connection's
+    commit moves ``data_version``, this one's writes ``total_changes``), so the OR fill reuses
+    the AND's probes: they were half of a frequent-word arm's work.
     """
-    newest = s.conn.execute("SELECT max(rowid) FROM memory_fts").fetchone()[0]
+    conn = s.conn
+    newest = conn.execute("SELECT max(rowid) FROM memory_fts").fetchone()[0]
     if newest is None or newest <= COMMON_ROWS:
         return set()
-    common = set()
+    version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+    state = (version, int(conn.total_changes()), COMMON_ROWS)
+    seen, verdicts = _PROBED.get(conn, (None, {}))
+    if seen != state or len(verdicts) > PROBED_WORDS:
+        verdicts = {}
+        _PROBED[conn] = (state, verdicts)
     for word in words:
-        term = fts_query.fts5_match([word], prefix=False)
-        if (
-            term
-            and s.conn.execute(
-                "SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT 1 OFFSET ?",
-                (term, COMMON_ROWS),
-            ).fetchone()
-        ):
-            common.add(word)
-    return common
+        if word not in verdicts:
+            term = fts_query.fts5_match([word], prefix=False)
+            verdicts[word] = bool(
+                term
+                and conn.execute(
+                    "SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT 1 OFFSET ?",
+                    (term, COMMON_ROWS),
+                ).fetchone()
+            )
+    return {word for word in words if verdicts[word]}
 
 
 def expression(s: Session, q: TextQuery) -> str:

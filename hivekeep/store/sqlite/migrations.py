@@ -458,7 +458,26 @@ def m010_access_tokens(conn: Connection) -> None:
     )
 
 
-def m011_conversation_trash(conn: Connection) -> None:
+def m011_pending_writes(conn: Connection) -> None:
+    """Writes held for review (``agent.configure(review=...)``): apart from the memories, so
+    nothing held is recalled, listed or exported; gone with their agent."""
+    conn.execute(
+        """
+        CREATE TABLE pending_writes (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            operation TEXT NOT NULL CHECK (operation IN ('memorize', 'update')),
+            memory_id INTEGER,
+            fields TEXT NOT NULL,
+            source TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX pending_writes_agent ON pending_writes(agent_id, id);
+        """
+    )
+
+
+def m012_conversation_trash(conn: Connection) -> None:
     """``conversations.deleted_at``: a deleted conversation waits in the trash, restorable, until
     the retention period ends (docs/conversations.md, "Conversations as objects"). Idempotent,
     like the migrations older test files replay."""
@@ -478,7 +497,8 @@ MIGRATIONS: list[Migration] = [
     (8, "merged writes kept in history; links to newer near-twins", m008_merges_and_links),
     (9, "purges whose clean-up is pending", m009_pending_scrubs),
     (10, "scoped API tokens, hashed", m010_access_tokens),
-    (11, "a trash for conversations", m011_conversation_trash),
+    (11, "writes held for review", m011_pending_writes),
+    (12, "a trash for conversations", m012_conversation_trash),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -8,6 +8,7 @@ transactions.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -20,9 +21,9 @@ import numpy.typing as npt
 import sqlite_vec
 
 from hivekeep.core.bounds import MAX_COUNT
-from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Verdict
+from hivekeep.core.dedup import NEIGHBOURS, DedupRule, Verdict
 from hivekeep.core.text import now_timestamp
-from hivekeep.errors import StoreError
+from hivekeep.errors import HiveBusy, StoreError
 from hivekeep.store.base import (
     HISTORY_LIMIT,
     PERSON,
@@ -39,13 +40,23 @@ from hivekeep.store.sql.agents import AgentRows
 from hivekeep.store.sql.conversations import ConversationRows
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.history import VersionRows
-from hivekeep.store.sql.memories import MemoryRows, found_duplicate, same_text, stored, visible
+from hivekeep.store.sql.memories import (
+    MemoryRows,
+    candidate,
+    found_duplicate,
+    same_text,
+    stored,
+    visible,
+    writing,
+)
+from hivekeep.store.sql.pending import PendingRows
 from hivekeep.store.sql.tokens import TokenRows
 from hivekeep.store.sqlite import migrations
-from hivekeep.store.sqlite.dialect import BUSY_TIMEOUT_MS, SQLITE, begin_immediate
+from hivekeep.store.sqlite.dialect import BUSY_TIMEOUT_MS, SQLITE, begin_immediate, hive_busy
 from hivekeep.store.sqlite.history import HistoryRows
 from hivekeep.store.sqlite.leases import RowLeases
 from hivekeep.store.sqlite.vectors import VectorIndex
+from hivekeep.store.vector_budget import DEFAULT_BUDGET_MB
 from hivekeep.store.vector_cache import VectorCache
 from hivekeep.types import EmbeddingState
 
@@ -53,13 +64,21 @@ IN_LIST_CHUNK = 500  # ids per IN (...) list; SQLite refuses more than 32,766 va
 
 
 class SQLiteStore(
-    VersionRows, AgentRows, MemoryRows, HistoryRows, ConversationRows, TokenRows, RowLeases
+    VersionRows,
+    AgentRows,
+    MemoryRows,
+    HistoryRows,
+    ConversationRows,
+    TokenRows,
+    PendingRows,
+    RowLeases,
 ):
     """``Store`` on one SQLite file (WAL mode, busy timeout, versioned migrations).
 
     ``vector_cache`` (default True) serves vector reads from an in-process copy of the index that
     follows every writer's changes (see ``hivekeep/store/vector_cache.py``); False asks sqlite-vec
-    on every search instead (slower, no memory held).
+    on every search instead (slower, no memory held). ``vector_cache_mb`` bounds it: the matrices
+    of the audiences searched least recently go past that many MiB (``HIVEKEEP_VECTOR_CACHE_MB``).
 
     >>> store = SQLiteStore("memory.db", vector_cache=False)   # doctest: +SKIP
     """
@@ -71,6 +90,7 @@ class SQLiteStore(
         path: str | Path,
         *,
         vector_cache: bool = True,
+        vector_cache_mb: int = DEFAULT_BUDGET_MB,
         synchronous: str = "NORMAL",
         history_limit: int = HISTORY_LIMIT,
     ) -> None:
@@ -97,7 +117,8 @@ class SQLiteStore(
         self._conn.execute("PRAGMA foreign_keys = ON")
         # secure_delete stays off on the write path; a purge turns it on for itself (history.py)
         migrations.migrate(self._conn, now_timestamp())
-        self._index = VectorIndex(self._conn, cached=vector_cache)
+        budget = vector_cache_mb << 20 if vector_cache else None
+        self._index = VectorIndex(self._conn, cache_bytes=budget)
         self._session = Session(self._conn, self._dialect)
 
     def close(self) -> None:
@@ -116,14 +137,18 @@ class SQLiteStore(
 
     # plumbing ---------------------------------------------------------------------------------
     @contextmanager
-    def atomic(self) -> Iterator[Any]:
+    def atomic(self, *, wait: bool = True) -> Iterator[Any]:
         """One write transaction (BEGIN IMMEDIATE), or a savepoint when already inside one.
 
         The vector cache hears how it ended: a rollback drops what it applied meanwhile.
+        ``wait=False``: HiveBusy at once when another thread or process holds the write lock,
+        for bookkeeping that a read must never wait on (``_atomic_if_free``).
         """
-        with self._lock:
+        if not self._lock.acquire(blocking=wait):
+            raise hive_busy("Nothing was written.")
+        try:
             if not self._conn.in_transaction:
-                begin_immediate(self._conn)
+                begin_immediate(self._conn, wait=wait)
                 try:
                     yield self._conn
                     self._conn.execute("COMMIT")
@@ -140,6 +165,8 @@ class SQLiteStore(
                 except BaseException:
                     self._index.rolled_back()
                     raise
+        finally:
+            self._lock.release()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -159,6 +186,12 @@ class SQLiteStore(
             yield self._session
 
     @contextmanager
+    def _atomic_if_free(self) -> Iterator[Session]:
+        """``_atomic()`` if the write lock is free now, else HiveBusy at once (never waits)."""
+        with self.atomic(wait=False):
+            yield self._session
+
+    @contextmanager
     def _reading(self) -> Iterator[Session]:
         """The connection for reads, held by this thread (statements in autocommit)."""
         with self._lock:
@@ -174,8 +207,8 @@ class SQLiteStore(
             for index, write in enumerate(writes):
                 memory = write.memory
                 author = author_of(memory, authors, self.get_agent)
-                verdict = self._judge(conn, write, neighbours.of(index), dedup)
-                duplicate = found_duplicate(self._session, memory, verdict, self.history_limit)
+                verdict = self._judge(write, neighbours.of(index), dedup)
+                duplicate = found_duplicate(self._session, write, verdict, self)
                 if duplicate is not None:
                     results.append(duplicate)
                     continue
@@ -190,7 +223,7 @@ class SQLiteStore(
                         author,
                         *described(memory, write.text_key),
                         memory.created_at or now,
-                        memory.updated_at or now,
+                        memory.updated_at or memory.created_at or now,
                     ),
                 )
                 record = self.get_memory(conn.last_insert_rowid(), memory.agent_id)
@@ -201,18 +234,16 @@ class SQLiteStore(
         return results
 
     def _judge(
-        self, conn: Any, write: MemoryWrite, close: list[tuple[int, float]], dedup: DedupRule
+        self, write: MemoryWrite, close: list[tuple[int, float]], dedup: DedupRule
     ) -> Verdict:
-        """The same text among the author's visible memories of its subject when the rule
-        agrees (a key stored by an older hivekeep may join texts the rule keeps apart), else the
-        rule over the closest of them."""
+        """The rule over the author's visible memories of its subject with the same text key
+        (as similar as can be: 1.0) and the closest of them."""
         viewer = write.memory.agent_id
         same = same_text(self._session, write.text_key, viewer, write.memory.subject)
-        exact = [] if same is None else [(same, 1.0)]
-        near = exact + [(i, score) for i, score in close if i != same]
+        near = [(i, 1.0) for i in same] + [(i, score) for i, score in close if i not in same]
         found = self.fetch_memories(viewer, [memory_id for memory_id, _ in near])
-        candidates = [Candidate(i, found[i].content, score) for i, score in near if i in found]
-        return dedup.judge(write.memory.content, candidates)
+        candidates = [candidate(found[i], viewer, score) for i, score in near if i in found]
+        return dedup.judge(writing(write.memory), candidates)
 
     def _forget_agent(self, s: Session, agent_id: int) -> None:
         rows = s.rows(
@@ -249,7 +280,8 @@ class SQLiteStore(
         if not ids:
             return
         now = now_timestamp()
-        with self.atomic() as conn:
+        # a count, not a fact: skipped rather than make a recall wait on another writer
+        with contextlib.suppress(HiveBusy), self.atomic(wait=False) as conn:
             conn.executemany(
                 # saturates at the 32-bit ceiling both engines keep (core/bounds.py)
                 f"UPDATE memories SET retrieval_count = min(retrieval_count + 1, {MAX_COUNT}), "

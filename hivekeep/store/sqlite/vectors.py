@@ -55,9 +55,10 @@ class Neighbours(Protocol):
 class VectorIndex:
     """``memory_vec`` and its change log on one connection; the caller holds the lock."""
 
-    def __init__(self, conn: Any, *, cached: bool) -> None:
+    def __init__(self, conn: Any, *, cache_bytes: int | None) -> None:
+        """``cache_bytes``: the ``VectorCache``'s budget (None: no cache, sqlite-vec answers)."""
         self._conn = conn
-        self.cache = VectorCache() if cached else None
+        self.cache = None if cache_bytes is None else VectorCache(cache_bytes)
 
     def exists(self) -> bool:
         return bool(
@@ -160,7 +161,7 @@ class VectorIndex:
     ) -> list[tuple[int, float]]:
         if self.cache is not None:
             self.cache.refresh(self._conn)
-            return self.cache.search(viewer_id, vector, k, filters)
+            return self.cache.search(self._conn, viewer_id, vector, k, filters)
         if not self.exists():
             return []
         # The vec0 metadata columns hold the subject already trimmed and case-folded.
@@ -182,7 +183,7 @@ class VectorIndex:
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         if self.cache is not None:
             self.cache.refresh(self._conn)
-            return self.cache.vectors(viewer_id, ids)
+            return self.cache.vectors(self._conn, viewer_id, ids)
         if not ids or not self.exists():
             return {}
         marks = ", ".join("?" for _ in ids)
@@ -198,7 +199,7 @@ class VectorIndex:
         if self.cache is None:
             return _SearchNeighbours(self, writes, floor, k)
         self.cache.refresh(self._conn)
-        return _BatchNeighbours(self.cache, writes, floor, k)
+        return _BatchNeighbours(self._conn, self.cache, writes, floor, k)
 
 
 class _SearchNeighbours:
@@ -228,7 +229,9 @@ class _BatchNeighbours:
     are inserted).
     """
 
-    def __init__(self, cache: VectorCache, writes: Sequence[MemoryWrite], floor: float, k: int):
+    def __init__(
+        self, conn: Any, cache: VectorCache, writes: Sequence[MemoryWrite], floor: float, k: int
+    ):
         self._cache = cache
         self._writes = writes
         self._floor = floor
@@ -238,7 +241,7 @@ class _BatchNeighbours:
             for i, w in enumerate(writes)
             if w.vector is not None and cache.fits(w.vector)
         }
-        matches = cache.close_matches(list(queries.values()), floor, k)
+        matches = cache.close_matches(conn, list(queries.values()), floor, k)
         self._before = dict(zip(queries, matches, strict=True))
         self._count = 0
         self._vectors = np.empty((len(queries), cache.dimension or 0), dtype=np.float32)

@@ -13,6 +13,7 @@ export class ApiError extends Error {
 export const token = {
   get: () => localStorage.getItem(TOKEN_KEY) || "",
   set: (value) => localStorage.setItem(TOKEN_KEY, value),
+  forget: () => localStorage.removeItem(TOKEN_KEY),
 };
 
 let onUnauthorized = () => {};

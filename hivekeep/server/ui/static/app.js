@@ -2,6 +2,7 @@
 import { api, subscribe, token, whenUnauthorized } from "./api.js";
 import { h } from "./dom.js";
 import { chatView } from "./chat.js";
+import { inboxView, pendingCount } from "./inbox.js";
 import { memoryView } from "./memory.js";
 import { settingsView } from "./settings.js";
 
@@ -39,11 +40,27 @@ async function loadAgents() {
   return agents;
 }
 
+// The Inbox badge: how many writes wait for review (hidden at none, or for a token that may not review).
+function showCount(count) {
+  const badge = document.getElementById("inbox-count");
+  badge.hidden = !count;
+  badge.textContent = count ? String(count) : "";
+  document.getElementById("inbox-link").setAttribute("aria-label", `Inbox, ${count || "nothing"} waiting`);
+}
+
 async function route() {
-  const [, , id, tab = "chat"] = location.hash.split("/");
+  const [, section, id, tab = "chat"] = location.hash.split("/");
   const main = document.getElementById("main");
   current.dispose?.();
   listeners.clear();
+  document.getElementById("inbox-link").toggleAttribute("aria-current", section === "inbox");
+  if (section === "inbox") {
+    current.agent = null;
+    await loadAgents();
+    const handle = await inboxView(main, showCount);
+    listeners.add(handle.onEvent);
+    return;
+  }
   if (!id) {
     current.agent = null;
     main.replaceChildren(h("p", { class: "hint" }, "Create or pick an agent."));
@@ -131,15 +148,37 @@ async function start() {
   try {
     await loadAgents();
   } catch { return; } // 401: the token form is shown
+  showCount(await pendingCount());
+  document.getElementById("sign-out").hidden = !token.get();
   unsubscribe = subscribe((type, event) => {
     if (type.startsWith("agent:")) return onAgentEvent(type, event); // another tab, CLI or API
     if (type === "hive:changed") loadAgents(); // another process wrote: the open view refreshes too
+    if (type === "review:changed" || type === "hive:changed") pendingCount().then(showCount);
+    if (type === "review:changed" && !current.agent) {
+      for (const listener of listeners) listener(type, event); // the Inbox itself
+    }
     if (current.agent && (event.agent_id === current.agent.id || type === "hive:changed")) {
       for (const listener of listeners) listener(type, event);
     }
   });
   await show();
 }
+
+// Sign out: the token leaves this browser's storage, the live stream closes, the page empties.
+const signOut = document.getElementById("sign-out");
+signOut.addEventListener("click", () => {
+  token.forget();
+  unsubscribe?.();
+  unsubscribe = null;
+  current.dispose?.();
+  current = { agent: null, tab: "chat", dispose: null };
+  document.getElementById("agents").replaceChildren();
+  document.getElementById("main").replaceChildren();
+  history.replaceState(null, "", "/");
+  signOut.hidden = true;
+  showTokenForm();
+  status("Signed out: the token is no longer kept in this browser.");
+});
 
 whenUnauthorized(showTokenForm);
 window.addEventListener("hashchange", show);

@@ -14,15 +14,19 @@ export function memoryLink(ctx, id, text = `#${id}`) {
   }, text);
 }
 
-// ``written``: the POST /memories answer (memory, duplicate, similar?, merged_as_version?).
+// ``written``: the POST /memories answer (memory, duplicate, reworded?, similar?,
+// merged_as_version?).
 export function writeNotice(ctx, written) {
   const { memory } = written;
-  const head = written.duplicate
-    ? h("p", {}, "Already known as ", memoryLink(ctx, memory.id), `: “${memory.content}”. `,
-      written.merged_as_version
-        ? `The text you typed was kept as version ${written.merged_as_version} of its history.`
-        : "Nothing new was saved.")
-    : h("p", {}, "Saved as ", memoryLink(ctx, memory.id), ".");
+  const head = written.reworded
+    ? h("p", {}, "Reworded ", memoryLink(ctx, memory.id),
+      ": the same fact, now in the words you typed. Its previous text is kept in its history.")
+    : written.duplicate
+      ? h("p", {}, "Already known as ", memoryLink(ctx, memory.id), `: “${memory.content}”. `,
+        written.merged_as_version
+          ? `The text you typed was kept as version ${written.merged_as_version} of its history.`
+          : "Nothing new was saved.")
+      : h("p", {}, "Saved as ", memoryLink(ctx, memory.id), ".");
   const similar = written.similar || [];
   return h("div", { class: `write-result${written.duplicate ? " duplicate" : ""}`, role: "status" },
     head,

@@ -1,6 +1,6 @@
 // Settings tab: the hive's models (as configured, never keys) and this agent's overrides.
 import { api } from "./api.js";
-import { h, field } from "./dom.js";
+import { h, field, options } from "./dom.js";
 import { credentialsSection } from "./credentials.js";
 
 export async function settingsView(panel, agent) {
@@ -12,6 +12,10 @@ export async function settingsView(panel, agent) {
   // the chat model's window, for a model hivekeep does not know: empty means HIVEKEEP_CONTEXT_WINDOW, else the known one
   const window_ = h("input", { type: "number", min: 1, step: 1, name: "context_window",
     value: mine.context_window_setting ?? "", placeholder: "default" });
+  // what its writes do with a credential (empty: the hive's HIVEKEEP_SECRETS), and which wait for a person
+  const secrets = h("select", { name: "secrets" },
+    options(["redact", "refuse", "allow"], mine.secrets ?? "", `hive default (${mine.secrets_in_force})`));
+  const review = h("select", { name: "review" }, options(["off", "shared", "all"], mine.review));
   const inForce = h("small", {});
   const showInForce = (s) => {
     inForce.textContent = `In force: ${s.model_id || "none"}` +
@@ -56,6 +60,8 @@ export async function settingsView(panel, agent) {
     }
     const tokens = window_.value.trim() === "" ? null : Number(window_.value);
     if (tokens !== mine.context_window_setting) body.context_window = tokens;
+    if ((secrets.value || null) !== mine.secrets) body.secrets = secrets.value || null;
+    if (review.value !== mine.review) body.review = review.value;
     save(body).then((ok) => {
       if (!ok) return;
       const { context_window: setting, ...rest } = body;
@@ -69,6 +75,8 @@ export async function settingsView(panel, agent) {
   h("p", {}, inForce),
   ...field("Compaction model (provider:model)", upkeep.compacting_model),
   ...field("Extraction model (provider:model)", upkeep.extraction_model),
+  ...field("Credentials in its writes", secrets),
+  ...field("Hold its own writes for review (the Inbox)", review),
   h("fieldset", {}, h("legend", {}, "Compaction"),
     h("div", { class: "grid" }, inputs.map(([name, input]) => h("div", { class: "stack" }, ...field(name.replaceAll("_", " "), input))))),
   h("div", { class: "row" }, h("button", { type: "submit" }, "Save settings"),
