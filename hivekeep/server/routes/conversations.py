@@ -25,6 +25,7 @@ from hivekeep import (
     Agent,
     ChatReply,
     CompactionOutcome,
+    ConversationRecord,
     Hive,
     HivekeepError,
     MessageRecord,
@@ -199,25 +200,23 @@ def create_conversation(agent: AgentDep, body: NewConversation) -> ConversationO
 
 
 @router.patch("/conversations/{conversation_id}")
-def rename_conversation(
-    conversation_id: ConversationId, body: Rename, hive: HiveDep
-) -> ConversationOut:
-    agent, _ = _conversation(hive, conversation_id)
+def rename_conversation(conversation: ConversationDep, body: Rename) -> ConversationOut:
+    agent, conversation_id = conversation.agent, conversation.id
     return conversation_out(agent.conversations.rename(conversation_id, body.title))
 
 
 @router.delete("/conversations/{conversation_id}")
-def delete_conversation(conversation_id: ConversationId, hive: HiveDep) -> ConversationOut:
+def delete_conversation(conversation: ConversationDep) -> ConversationOut:
     """To the trash (``deleted_at`` set): undo with ``POST .../restore`` until the retention
     period ends."""
-    agent, _ = _conversation(hive, conversation_id)
+    agent, conversation_id = conversation.agent, conversation.id
     return conversation_out(agent.conversations.delete(conversation_id))
 
 
 @router.post("/conversations/{conversation_id}/restore")
-def restore_conversation(conversation_id: ConversationId, hive: HiveDep) -> ConversationOut:
+def restore_conversation(conversation: ConversationDep) -> ConversationOut:
     """Back from the trash, whole."""
-    agent = hive.conversation_agent(conversation_id)
+    agent, conversation_id = conversation.agent, conversation.id
     return conversation_out(agent.conversations.restore(conversation_id))
 
 
