@@ -240,10 +240,16 @@ class ConversationRows(SqlRows):
             return conversation(s, conversation_id)
 
     def purge_conversations(self, deleted_before: str) -> int:
+        expired = "deleted_at IS NOT NULL AND deleted_at < ?"
+        with self._reading() as s:  # the common case, at every open: nothing, and no write lock
+            if (
+                s.one(f"SELECT 1 FROM conversations WHERE {expired} LIMIT 1", (deleted_before,))
+                is None
+            ):
+                return 0
         with self._atomic() as s:
             rows = s.rows(
-                "DELETE FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at < ? "
-                "RETURNING id",
+                f"DELETE FROM conversations WHERE {expired} RETURNING id",
                 (deleted_before,),
             )
         return len(rows)
