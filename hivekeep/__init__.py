@@ -28,7 +28,7 @@ from hivekeep.errors import (
 )
 
 if TYPE_CHECKING:
-    from hivekeep.agent import Agent
+    from hivekeep.agent import Agent, Conversations
     from hivekeep.config import Settings
     from hivekeep.core.chats import Chat, ChatMessage
     from hivekeep.core.compaction import CompactionSettings
@@ -75,6 +75,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "Agent": "hivekeep.agent",
+    "Conversations": "hivekeep.agent",
     "Settings": "hivekeep.config",
     "Chat": "hivekeep.core.chats",
     "ChatMessage": "hivekeep.core.chats",
@@ -170,6 +171,7 @@ __all__ = [
     "ConflictError",
     "Context",
     "ConversationRecord",
+    "Conversations",
     "CreatedToken",
     "CredentialRefused",
     "CredentialScan",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -113,11 +114,26 @@ def memory_changes(
 MAX_RECORD_CHARS = 4 * MAX_MESSAGE_CHARS  # an adapter's items: the message's text and their fields
 
 
-def _new_message(message: Message, record: Mapping[str, Any] | None = None) -> NewMessage:
-    """A message to store, counted as the context counts it (``Agent.add_messages``), with the
+def _new_message(
+    message: Message | Mapping[str, Any], record: Mapping[str, Any] | None = None
+) -> NewMessage:
+    """A message to store, counted as the context counts it (``Agent.add_messages``): a
+    ``Message``, or an OpenAI-style dict (``{"role": "user", "content": "..."}``), with the
     JSON object an adapter keeps beside it (``record``)."""
+    if isinstance(message, Mapping):
+        data = dict(message)
+        try:
+            message = Message.from_openai(data)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValidationError(
+                f"add_messages could not read {data!r} as an OpenAI-style message "
+                f"(it needs 'role' and 'content'; missing or malformed: {exc})."
+            ) from None
     if not isinstance(message, Message):
-        raise ValidationError(f"add_messages takes Message objects, got {type(message).__name__}.")
+        raise ValidationError(
+            "add_messages takes Message objects or OpenAI-style dicts, got "
+            f"{type(message).__name__}."
+        )
     if len(message.content) > MAX_MESSAGE_CHARS:
         raise ValidationError(
             f"A message is at most {MAX_MESSAGE_CHARS:,} characters, got {len(message.content):,}."
@@ -150,6 +166,53 @@ def _checked_record(record: Mapping[str, Any] | None) -> Mapping[str, Any] | Non
             f"A message's record is at most {MAX_RECORD_CHARS:,} characters of JSON, got {size:,}."
         )
     return record
+
+
+class Conversations:
+    """An agent's conversations as objects to list, rename, delete and restore.
+
+    >>> [c.title for c in agent.conversations.list()]  # doctest: +SKIP
+    >>> agent.conversations.delete(3); agent.conversations.restore(3)  # doctest: +SKIP
+    """
+
+    def __init__(self, services: Services, agent_id: int) -> None:
+        self._service = services.conversations
+        self._store = services.store
+        self._agent_id = agent_id
+
+    def __call__(self) -> builtins.list[ConversationRecord]:
+        """The same as ``list()``."""
+        return self.list()
+
+    def list(self) -> list[ConversationRecord]:
+        """The conversations not in the trash, most recently active first."""
+        return self._store.list_conversations(self._agent_id)
+
+    def trash(self) -> builtins.list[ConversationRecord]:
+        """The deleted conversations still in the trash, newest deletion first."""
+        return self._store.list_conversations(self._agent_id, deleted=True)
+
+    def get(self, conversation_id: int) -> ConversationRecord:
+        """One conversation (NotFound for another agent's, or one in the trash)."""
+        return self._service.get(self._agent_id, check_id(conversation_id, "conversation"))
+
+    def start(self, title: str = "") -> ConversationRecord:
+        """A new, empty conversation (untitled: named after its first message)."""
+        return self._service.create(self._agent_id, title)
+
+    def rename(self, conversation_id: int, title: str) -> ConversationRecord:
+        return self._service.rename(
+            self._agent_id, check_id(conversation_id, "conversation"), title
+        )
+
+    def delete(self, conversation_id: int) -> ConversationRecord:
+        """Move it to the trash: out of the list at once, restorable with ``restore`` until the
+        retention period ends (``trash_days``, as for memories); then erased for good."""
+        return self._service.delete(self._agent_id, check_id(conversation_id, "conversation"))
+
+    def restore(self, conversation_id: int) -> ConversationRecord:
+        """Undo a delete: the conversation is back with all its messages and summaries."""
+        return self._service.restore(self._agent_id, check_id(conversation_id, "conversation"))
 
 
 class Agent:
@@ -226,11 +289,13 @@ class Agent:
         importance: int | None = None,
         scope: Scope | str = Scope.PRIVATE,
         source_context: str | None = None,
+        by: Actor = Actor.AGENT,
     ) -> Memorized:
         """Save a memory now. Its text is live when this returns (SPEC 4.1): an exact repeat
         returns the memory that holds it (``duplicate=True``), a restatement of this agent's own
         memory rewords that memory (``duplicate=True, reworded=True``; undo with
-        ``restore_memory``), anything else is a new memory (``similar``: close ones)."""
+        ``restore_memory``), anything else is a new memory (``similar``: close ones). ``by``:
+        who wrote it, as history records it (a person's command line: ``PERSON``)."""
         return self.memorize_many(
             [
                 {
@@ -241,7 +306,8 @@ class Agent:
                     "scope": scope,
                     "source_context": source_context,
                 }
-            ]
+            ],
+            by=by,
         )[0]
 
     def memorize_many(
@@ -444,14 +510,17 @@ class Agent:
 
     # conversations ------------------------------------------------------------------------------
     def start_conversation(self, title: str = "") -> ConversationRecord:
-        return self._services.conversations.create(self.id, title)
+        """A new conversation (``conversations.start``); untitled, its first message names it."""
+        return self.conversations.start(title)
 
-    def conversations(self) -> list[ConversationRecord]:
-        """This agent's conversations, most recently active first."""
-        return self._services.store.list_conversations(self.id)
+    @property
+    def conversations(self) -> Conversations:
+        """This agent's conversations: ``list()``, ``rename``, ``delete`` (to the trash),
+        ``restore``, ``trash()``; calling it, ``agent.conversations()``, is ``list()``."""
+        return Conversations(self._services, self.id)
 
     def conversation(self, conversation_id: int) -> ConversationRecord:
-        return self._services.conversations.get(self.id, check_id(conversation_id, "conversation"))
+        return self.conversations.get(conversation_id)
 
     def messages(
         self, conversation_id: int, *, after_id: int = 0, limit: int = 200
@@ -496,11 +565,11 @@ class Agent:
         if speaker is not None and not 1 <= len(speaker.strip()) <= 100:
             raise ValidationError("speaker must be 1-100 characters when given.")
         self._services.llms.chat_model(self.id)  # fail now, clearly, when no model is configured
-        conversation_id = (
-            self.start_conversation(message[:60]).id
-            if conversation is None
-            else self.conversation(conversation).id
+        record = (
+            self.start_conversation() if conversation is None else self.conversation(conversation)
         )
+        self._services.conversations.title_from_first_message(record, message)
+        conversation_id = record.id
         return self._services.chats.stream(
             self.record, self.call_tool, message, conversation_id, speaker
         )
@@ -508,7 +577,7 @@ class Agent:
     def add_messages(
         self,
         conversation_id: int,
-        messages: Sequence[Message],
+        messages: Sequence[Message | Mapping[str, Any]],
         *,
         compact: bool = True,
         records: Sequence[Mapping[str, Any] | None] | None = None,
@@ -550,6 +619,18 @@ class Agent:
         self._services.store.set_message_record(
             conversation_id, message_id, _checked_record(record)
         )
+
+    def room_warning(self) -> str | None:
+        """What is wrong when the chat model's window leaves too little room for a conversation
+        beside the part no compaction can fold (system prompt, profile, tool schemas); None
+        when it is fine. Needs the chat model (``LLMNotConfigured`` otherwise)."""
+        return self._services.compaction.room_warning(self.record)
+
+    def compaction_waiting(self, conversation_id: int) -> str | None:
+        """Why the conversation is not being compacted now (under the trigger, or too little
+        old enough to fold), or None when the next turn compacts it."""
+        self.conversation(conversation_id)
+        return self._services.compaction.waiting(self.record, conversation_id)
 
     def compact(self, conversation_id: int, *, force: bool = True) -> CompactionOutcome:
         """Compact now (``force``: fold at least half of the raw history, SPEC §7.5). Raises

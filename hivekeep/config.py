@@ -21,6 +21,7 @@ from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.dedup import DEDUP_THRESHOLD
 from hivekeep.errors import ValidationError
 from hivekeep.providers.base import RecallDefaults
+from hivekeep.providers.llm.context_windows import check_context_window
 from hivekeep.store.vector_budget import DEFAULT_BUDGET_MB
 
 
@@ -41,6 +42,13 @@ def _positive_int(value: str) -> int:
     if number < 1:
         raise ValueError("must be a positive integer")
     return number
+
+
+def _context_window(value: str) -> int:
+    try:
+        return check_context_window(int(value))
+    except ValidationError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _unit_float(value: str) -> float:
@@ -266,7 +274,7 @@ class Settings:
     )
     context_window: int | None = _setting(
         "HIVEKEEP_CONTEXT_WINDOW",
-        _positive_int,
+        _context_window,
         None,
         "Context window, in tokens, of the models named by a spec (`HIVEKEEP_LLM`, "
         "`COMPACTING_MODEL`, `MEMORY_EXTRACTION_MODEL`, agents' models), for a model hivekeep "

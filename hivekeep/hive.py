@@ -20,6 +20,7 @@ from hivekeep.errors import (
     HiveBusy,
     HivekeepError,
     NotFound,
+    ProviderError,
     StoreError,
     ValidationError,
     install_extra,
@@ -130,7 +131,7 @@ class Hive:
         )
         self.path = target
         try:
-            self._check_embedding_space(embeddings.space, switch_embedder)
+            self._check_embedding_space(embeddings, switch_embedder)
         except BaseException:
             self.store.close()
             raise
@@ -158,10 +159,18 @@ class Hive:
                 limit=BACKFILL_ON_OPEN
             )  # switching: reembed() shows progress
 
-    def _check_embedding_space(self, wanted: EmbeddingSpace, switch: bool) -> None:
+    def _check_embedding_space(self, embeddings: EmbeddingService, switch: bool) -> None:
+        wanted = embeddings.space
         stored = self.store.embedding_space()
         if stored == wanted:
             return
+        if stored is not None and switch:  # the old vectors go: only for a model that works
+            try:
+                embeddings.embed_one("hivekeep checks the new embedding model")
+            except ProviderError as exc:
+                raise ProviderError(
+                    f"{exc} Nothing was switched: the hive still uses {stored.model!r}."
+                ) from exc
         if stored is None or switch:
             self.store.reset_embedding_space(wanted)
             return

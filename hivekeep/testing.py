@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hivekeep.core.messages import Message
+from hivekeep.errors import ValidationError
 from hivekeep.providers.llm.base import (
     CallSite,
     Completion,
@@ -23,7 +24,6 @@ from hivekeep.providers.llm.base import (
     estimate_usage,
 )
 from hivekeep.providers.llm.calls import ChatLLM, LLMCall
-from hivekeep.providers.llm.context_windows import check_context_window
 
 ScriptedReply = (
     str
@@ -81,7 +81,12 @@ class ScriptedLLM(ChatLLM):
         model_id: str = "scripted",
     ) -> None:
         self._model_id = model_id
-        self._context_window = check_context_window(context_window)
+        # any positive size: a test may want one smaller than a real model's (batch sizing)
+        if isinstance(context_window, bool) or not isinstance(context_window, int):
+            raise ValidationError(f"context_window={context_window!r} is not a number of tokens.")
+        if context_window < 1:
+            raise ValidationError(f"context_window={context_window!r} is not positive.")
+        self._context_window = context_window
         self._queue: deque[ScriptedReply] = deque(responses)
         self._scripted = len(self._queue)
         self._lock = threading.Lock()

@@ -30,7 +30,7 @@ from hivekeep.services.recall import RecallResult
 from hivekeep.services.review import Review
 from hivekeep.store.base import KEEP, MemoryRecord, ProfileRecord, _Keep
 from hivekeep.types import Category, Scope
-from hivekeep.views import memory_view, merged_view, similar_view
+from hivekeep.views import hit_view, memory_view, merged_view, similar_view
 
 log = logging.getLogger(__name__)
 
@@ -195,9 +195,9 @@ def _recall(agent: ToolAgent, args: RecallArgs) -> dict[str, Any]:
         category=args.category,
         since=args.since,
     )
-    out: dict[str, Any] = {
-        "memories": [memory_view(h.memory, agent.id, score=h.score) for h in result.hits]
-    }
+    # each hit says how well it matches and which search found it (the fused score only ranks)
+    views = [hit_view(h, agent.id) for h in result.hits]
+    out: dict[str, Any] = {"memories": views}
     if result.warning:
         out["warning"] = result.warning
     return out
@@ -218,6 +218,11 @@ def _memorize(agent: ToolAgent, args: MemorizeArgs) -> dict[str, Any]:
         scope=args.scope,
         source_context=args.source_context,
     )
+    return memorize_result(written)
+
+
+def memorize_result(written: Memorized) -> dict[str, Any]:
+    """``memorize``'s answer for a write (the tool's, and the CLI's for a person's write)."""
     memory = written.memory
     if written.pending is not None:
         return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from hivekeep.core.text import age
 from hivekeep.store.base import (
@@ -17,6 +17,37 @@ from hivekeep.store.base import (
 from hivekeep.store.tokens import TokenRecord
 
 
+class Hit(Protocol):
+    """A search hit as ``hit_view`` reads it (``RecallHit``)."""
+
+    @property
+    def memory(self) -> MemoryRecord: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def found_by(self) -> tuple[str, ...]: ...
+
+    @property
+    def match(self) -> str: ...
+
+    @property
+    def why(self) -> str: ...
+
+
+def hit_view(hit: Hit, viewer_id: int) -> dict[str, Any]:
+    """A search hit: the memory with its score, match, the searches that found it, and why."""
+    return memory_view(
+        hit.memory,
+        viewer_id,
+        score=hit.score,
+        match=hit.match,
+        found_by=hit.found_by,
+        why=hit.why,
+    )
+
+
 def memory_view(
     memory: MemoryRecord,
     viewer_id: int,
@@ -25,11 +56,13 @@ def memory_view(
     now: datetime | None = None,
     match: str | None = None,
     found_by: Sequence[str] = (),
+    why: str | None = None,
 ) -> dict[str, Any]:
     """A JSON-ready memory. ``author`` is the writer's name (kept after a delete); ``shared_by``
     repeats it for another agent's shared memory, the form the model reads ("shared by NAME"), and
     ``author_deleted`` (present only when true) says that author was deleted. A search hit may
-    carry ``match`` ("strong" / "weak", ``RecallHit.match``) and ``found_by`` (the arms)."""
+    carry ``match`` ("strong" / "weak", ``RecallHit.match``), ``found_by`` (the arms) and
+    ``why`` (both in words, ``RecallHit.why``)."""
     view: dict[str, Any] = {
         "id": memory.id,
         "content": memory.content,
@@ -54,6 +87,8 @@ def memory_view(
     if match is not None:
         view["match"] = match
         view["found_by"] = list(found_by)
+    if why is not None:
+        view["why"] = why
     if memory.newer is not None:  # a later near-twin: this fact may have changed (SPEC 4.1)
         view["newer"] = {
             "id": memory.newer.id,

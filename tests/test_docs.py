@@ -36,3 +36,12 @@ def test_extras_are_installed_from_the_clone_as_the_package_is() -> None:
     assert "pip install ." in README
     assert "pip install 'hivekeep[" not in README
     assert "pip install '.[langgraph]'" in README
+
+
+def test_the_readme_mcp_section_says_what_a_newcomer_needs() -> None:
+    """Issue 34: the Claude Desktop snippet had no ``env`` (review_memories then failed), the
+    HTTP example used serve's port, and the text said there was no authentication."""
+    section = README[README.index("## MCP") : README.index("## Integrations")]
+    assert '"env": {"HIVEKEEP_LLM"' in section
+    assert "--http 8765" not in section and "--http 8766" in section
+    assert "no authentication" not in section and "HIVEKEEP_API_TOKEN" in section

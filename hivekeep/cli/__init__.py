@@ -47,6 +47,10 @@ COMMANDS = {
     "serve": ("serve:serve", "Serve the REST API, live events and the web UI."),
     "mcp": ("mcp:mcp", "Serve the agent's memory tools and profile over MCP."),
     "chat": ("chat:chat", "Chat with an agent in the terminal, using the configured LLM."),
+    "conversations": (
+        "conversations:conversations",
+        "An agent's conversations: list, rename, delete (to the trash), restore.",
+    ),
     "compact": ("upkeep:compact", "Compact a conversation now."),
     "export": ("transfer:export", "Write the hive as JSONL."),
     "import": ("transfer:import_", "Merge an export file (from `hivekeep export`) into the hive."),
@@ -253,6 +257,20 @@ def open_hive(db: str, *, create: bool = False, **options: Any) -> Iterator[Hive
         if missing is not None:
             _remove_new_hive(missing)
         raise
+
+
+def room_warnings(hive: Hive) -> list[tuple[str, str]]:
+    """(agent name, warning) for each agent whose model window leaves too little room for a
+    conversation (``Agent.room_warning``); agents without a usable model are skipped."""
+    found = []
+    for agent in hive.agents():
+        try:
+            warning = agent.room_warning()
+        except HivekeepError:
+            continue  # no model: the serve line already says so
+        if warning:
+            found.append((agent.name, warning))
+    return found
 
 
 @contextmanager

@@ -144,7 +144,8 @@ def _short(role: str) -> str:
     "numbers",
     multiple=True,
     metavar="KEY=VALUE",
-    help="A compaction number, e.g. threshold_percent=60 (replaces the overrides; repeatable).",
+    help="A compaction number, e.g. threshold_percent=60, added to the agent's other overrides "
+    "(repeatable; --reset-compaction clears them first).",
 )
 @click.option("--reset-compaction", is_flag=True, help="Back to the hive's compaction numbers.")
 @click.option(
@@ -199,9 +200,12 @@ def configure(
         specs["secrets"] = None if secrets == "default" else secrets
     if review is not None:
         specs["review"] = review
-    compaction = {} if reset_compaction else _numbers(numbers) if numbers else None
     with open_hive(db) as hive:
         agent = hive.get_agent(name)
+        compaction: dict[str, Any] | None = {} if reset_compaction else None
+        if numbers:  # one more override: the agent's others stay
+            kept = {} if reset_compaction else agent.settings().compaction
+            compaction = {**kept, **_numbers(numbers)}
         if specs or compaction is not None:
             agent.configure(compaction=compaction, **specs)
         stored = agent.settings()

@@ -16,7 +16,7 @@ import click
 from hivekeep.cli import agent_option, db_option, echo, echo_json, json_option, open_agent
 from hivekeep.cli.memories import CATEGORIES, SCOPES, call_tool, checked, heading
 from hivekeep.types import Actor
-from hivekeep.views import memory_view
+from hivekeep.views import hit_view, memory_view
 
 MEMORY_ID = {"memory_id": "ID"}
 
@@ -86,12 +86,7 @@ def _search(agent_key: str, query: str, given: dict[str, Any], db: str, as_json:
     offset = given.get("offset", 0)
     with open_agent(db, agent_key) as agent:
         found = agent.search_memories(query, **given)
-        views = [
-            memory_view(
-                hit.memory, agent.id, score=hit.score, match=hit.match, found_by=hit.found_by
-            )
-            for hit in found.hits
-        ]
+        views = [hit_view(hit, agent.id) for hit in found.hits]
     if as_json:
         page = {"memories": views, "total": found.total, "has_more": found.has_more}
         echo_json(page | ({"warning": found.warning} if found.warning else {}))
@@ -99,8 +94,7 @@ def _search(agent_key: str, query: str, given: dict[str, Any], db: str, as_json:
     if found.warning:
         click.echo(f"Warning: {found.warning}", err=True)
     for rank, view in enumerate(views, start=offset + 1):
-        weak = " · weak match" if view["match"] == "weak" else ""
-        echo(heading(view, rank) + weak)
+        echo(heading(view, rank))
         echo(f"   {view['content']}")
     click.echo(_page_line(len(views), found.total, offset, found.has_more))
 

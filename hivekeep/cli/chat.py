@@ -87,7 +87,8 @@ def chat(agent_key: str, conversation_id: int | None, speaker: str | None, db: s
 
     The agent sees its profile, recalls and memorizes with its tools, and compacts the conversation
     when the context fills. Type /help for the commands (/compact, /profile, /recall QUERY, /quit).
-    Lines can come from a pipe. Example:
+    A new conversation prints its id (`hivekeep conversations list` shows them all). Lines can
+    come from a pipe; if no message got an answer, the exit status is 1. Example:
 
     \b
         HIVEKEEP_LLM=openai:gpt-4o-mini hivekeep chat --agent assistant
@@ -110,10 +111,18 @@ def chat(agent_key: str, conversation_id: int | None, speaker: str | None, db: s
             ),
             err=True,
         )
+        room = agent.room_warning()  # a window too small for the fixed part: said up front
+        if room:
+            click.echo(click.style(f"Warning: {room}", fg="yellow"), err=True)
         upkeep = _upkeep_line(hive.resume(agent.id))  # this agent's upkeep: others wait
         if upkeep:
             click.echo(dim(upkeep), err=True)
-        Session(agent, conversation_id, speaker, interactive=stdin.isatty()).run(stdin)
+        session = Session(agent, conversation_id, speaker, interactive=stdin.isatty())
+        session.run(stdin)
+        if session.failed and not session.answered:  # a script must see that nothing worked
+            raise click.ClickException(
+                f"{session.failed} message(s) sent, none answered (the errors are above)."
+            )
 
 
 class Session:
@@ -126,6 +135,8 @@ class Session:
         self.conversation_id = conversation_id
         self.speaker = speaker
         self.interactive = interactive
+        self.answered = 0  # turns that ended in a reply
+        self.failed = 0  # turns that ended in an error
 
     def run(self, stdin: TextIO) -> None:
         while True:
@@ -154,7 +165,14 @@ class Session:
         at_line_start = True
         try:
             if self.conversation_id is None:  # started here so a failed first turn keeps it
-                self.conversation_id = self.agent.start_conversation(text[:60]).id
+                self.conversation_id = self.agent.conversations.start().id
+                click.echo(
+                    dim(
+                        f"· conversation {self.conversation_id} (continue it later with "
+                        f"--conversation {self.conversation_id})"
+                    ),
+                    err=True,
+                )
             events = self.agent.chat_stream(text, self.conversation_id, speaker=self.speaker)
             for event in events:
                 if isinstance(event, TextDelta):
@@ -171,12 +189,14 @@ class Session:
                     if not at_line_start:
                         click.echo()
                     at_line_start = True
+                    self.answered += 1
                     if event.compaction is not None:
                         click.echo(dim(f"· {compaction_line(event.compaction)}"))
         except KeyboardInterrupt:
             click.echo("" if at_line_start else "\n", nl=False)
             click.echo(dim("(interrupted)"))
         except HivekeepError as exc:
+            self.failed += 1
             if not at_line_start:
                 click.echo()
             click.echo(click.style(f"Error: {safe_for_terminal(str(exc))}", fg="red"), err=True)

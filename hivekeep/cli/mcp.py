@@ -43,10 +43,15 @@ def mcp(agent_key: str, db: str, port: int | None, create: bool, role: str) -> N
     \b
         hivekeep mcp --agent assistant --db ~/hivekeep.db
         hivekeep mcp --agent assistant --create --role "General helper"
-        hivekeep mcp --agent assistant --http 8765
+        hivekeep mcp --agent assistant --http 8766
     """
     # The SDK is imported here, not at the top, so `hivekeep --help` does not load it.
+    from hivekeep.cli.serve import port_problem
     from hivekeep.mcp_server import HTTP_HOST, HTTP_PATH, serve_http, serve_stdio
+
+    problem = None if port is None else port_problem(HTTP_HOST, port, "--http PORT")
+    if problem is not None:  # before the "Serving" line, not a raw bind error after it
+        raise click.ClickException(problem)
 
     with open_hive(db, create=create) as hive:
         agent = _agent(hive, agent_key, create=create, role=role)

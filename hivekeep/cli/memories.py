@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from hivekeep import Agent, Category, Scope
+from hivekeep import Actor, Agent, Category, Scope
 from hivekeep.cli import agent_option, db_option, echo, echo_json, json_option, open_agent
-from hivekeep.tools import Problem, argument_problems
+from hivekeep.tools import Problem, argument_problems, memorize_result
 
 CATEGORIES = ", ".join(category.value for category in Category)
 SCOPES = " or ".join(scope.value for scope in Scope)
@@ -74,7 +74,8 @@ def memorize(
 ) -> None:
     """Save CONTENT to the agent's archive (the `memorize` tool).
 
-    A memory the agent can already see is not saved twice. Example:
+    A memory the agent can already see is not saved twice; history records the write as a
+    person's. Example:
 
     \b
         hivekeep memorize --agent assistant "The user moved to Lisbon in May 2024." \\
@@ -88,8 +89,9 @@ def memorize(
         "scope": scope,
         "source_context": source_context,
     }
-    with open_agent(db, agent_key) as agent:
-        result = call_tool(agent, "memorize", arguments, {"content": "CONTENT"})
+    given = checked("memorize", arguments, {"content": "CONTENT"})
+    with open_agent(db, agent_key) as agent:  # a person's write: history says "person"
+        result = memorize_result(agent.memorize(**given, by=Actor.PERSON))
     if as_json:
         echo_json(result)
     elif result.get("reworded"):
@@ -161,14 +163,15 @@ def recall(
 
 
 def heading(memory: dict[str, Any], rank: int | None = None) -> str:
-    """A memory's line above its text: id, category, subject, age, score, who shares it."""
+    """A memory's line above its text: id, category, subject, age, how it matched (a search
+    hit: strong or weak, and which search found it), who shares it."""
     parts = [f"#{memory['id']}" if rank is None else f"{rank}. #{memory['id']}"]
     parts.append(memory["category"])
     if memory.get("subject"):
         parts.append(f"subject: {memory['subject']}")
     parts.append(memory["age"])
-    if "score" in memory:
-        parts.append(f"score {memory['score']:.4f}")
+    if "why" in memory:  # the fused score only ranks: the match is said in words
+        parts.append(memory["why"])
     if memory.get("shared_by"):
         deleted = " (deleted)" if memory.get("author_deleted") else ""
         parts.append(f"shared by {memory['shared_by']}{deleted}")

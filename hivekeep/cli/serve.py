@@ -13,7 +13,14 @@ import socket
 
 import click
 
-from hivekeep.cli import db_option, hive_location, missing_hive_file, open_hive
+from hivekeep.cli import (
+    db_option,
+    echo,
+    hive_location,
+    missing_hive_file,
+    open_hive,
+    room_warnings,
+)
 from hivekeep.config import API_TOKEN, SERVE_HOST, SERVE_PORT
 from hivekeep.core.access_tokens import admin_token_problem
 
@@ -30,8 +37,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def port_problem(host: str, port: int) -> str | None:
-    """Why ``host:port`` cannot be listened on (in use, or no such address), or None."""
+def port_problem(host: str, port: int, option: str = "--port (or HIVEKEEP_PORT)") -> str | None:
+    """Why ``host:port`` cannot be listened on (in use, or no such address), or None;
+    ``option`` is what picks another port."""
     if port == 0:
         return None
     bare = host.strip("[]")
@@ -44,7 +52,7 @@ def port_problem(host: str, port: int) -> str | None:
             if exc.errno == errno.EADDRINUSE:
                 return (
                     f"Port {port} on {bare} is already in use (another hivekeep serve?). Stop "
-                    f"that program, or pick another port with --port (or HIVEKEEP_PORT)."
+                    f"that program, or pick another port with {option}."
                 )
             return f"Cannot listen on {bare}:{port}: {exc.strerror or exc}."
     return None
@@ -117,6 +125,8 @@ def serve(host: str, port: int, db: str) -> None:
         click.echo(f"hivekeep: serving {where} at {url} (docs: {url}/docs; auth: {auth}; {model})")
         if problem is not None:
             click.echo(f"hivekeep: {problem}", err=True)
+        for name, warning in room_warnings(hive):
+            echo(f"hivekeep: agent {name}: {warning}", err=True)
         if not is_loopback(host) and not hive.settings.allowed_hosts:
             click.echo(
                 "hivekeep: only loopback names and --host are answered; list the names clients "

@@ -61,11 +61,13 @@ def export(agent_key: str | None, output: Path | None, history: bool, db: str) -
             sys.stdout.flush()
             click.echo(f"Exported {_exported(report)}.", err=True)
             return
+        replaced = output.is_file() and not _names_descriptor(output)
         try:
             report = write_to(output, write)
         except OSError as exc:
             raise click.ClickException(f"Cannot write {output}: {exc.strerror or exc}.") from exc
-    click.echo(f"Exported {_exported(report)} to {output}.", err=_names_descriptor(output))
+    note = " (it replaced the file that was there)" if replaced else ""
+    click.echo(f"Exported {_exported(report)} to {output}{note}.", err=_names_descriptor(output))
 
 
 _DESCRIPTOR = re.compile(r"/dev/std(in|out|err)|/dev/fd/\d+|/proc/[^/]+/fd/\d+")
@@ -129,7 +131,9 @@ def write_to(output: Path, write: Callable[[TextIO], ExportReport]) -> ExportRep
 
 
 @click.command(name="import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument(
+    "file", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
+)
 @click.option(
     "--replace-profiles",
     is_flag=True,
@@ -142,7 +146,7 @@ def write_to(output: Path, write: Callable[[TextIO], ExportReport]) -> ExportRep
 )
 @db_option
 def import_(file: Path, replace_profiles: bool, allow_over_budget: bool, db: str) -> None:
-    """Merge an export file (from `hivekeep export`) into the hive.
+    """Merge an export file (from `hivekeep export`; - reads standard input) into the hive.
 
     The whole file is checked first; if any line is invalid, nothing is written and each problem
     is reported with its line number. Agents are created, or merged into the agent of the same
@@ -155,8 +159,13 @@ def import_(file: Path, replace_profiles: bool, allow_over_budget: bool, db: str
     \b
         hivekeep import backup.jsonl
         hivekeep --db new.db import backup.jsonl --replace-profiles
+        hivekeep --db a.db export | hivekeep --db b.db import -
     """
     with open_hive(db, create=True) as hive, ExitStack() as stack:
+        if str(file) == "-":  # standard input, kept in a file: the import reads it twice
+            file = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "stdin.jsonl"
+            with file.open("wb") as copy:
+                shutil.copyfileobj(sys.stdin.buffer, copy)
         report = hive.import_(
             file,
             replace_profiles=replace_profiles,

@@ -149,6 +149,50 @@ def should_catch_up(
 # --- folding (§7.2, §7.3, §7.5) -----------------------------------------------------------------
 
 
+MIN_BATCH_PERCENT = 5.0  # of the window: the smallest fold worth a call on a small window
+MIN_ROOM_PERCENT = 25.0  # of the window, left for the conversation below the trigger
+SUMMARY_SHARE_OF_BUDGET = 0.5  # one summary may take half of summary_budget_percent
+
+
+def min_batch(window: int, s: CompactionSettings) -> int:
+    """§7.5 scaled to the window: ``min_batch_tokens``, or MIN_BATCH_PERCENT of the window when
+    that is smaller. A fixed 2,000 is half of a 4,096-token window: a fold that big would come
+    only after the context had overflowed."""
+    _check_window(window)
+    return min(s.min_batch_tokens, int(window * MIN_BATCH_PERCENT / 100))
+
+
+def keep_budget(window: int, s: CompactionSettings, reserved_tokens: int) -> int:
+    """Tokens of raw messages the keep-window holds: keep_percent of the window, less what the
+    rest of the context (system prompt, profile, tool schemas, summaries) already takes."""
+    return max(0, int(s.keep_percent * window / 100) - reserved_tokens)
+
+
+def summary_max_tokens(window: int, s: CompactionSettings, ceiling: int) -> int:
+    """The longest summary worth writing for this window: half the summary budget, at most
+    ``ceiling`` (a summary bigger than what it folds would make the context grow)."""
+    _check_window(window)
+    return max(64, min(ceiling, int(s.summary_budget_percent * window / 100 * 0.5)))
+
+
+def room_warning(fixed_tokens: int, window: int, s: CompactionSettings) -> str | None:
+    """Why this window is too small for the part of the context compaction cannot fold (system
+    prompt, profile, tool schemas), or None when at least MIN_ROOM_PERCENT of it is left for
+    the conversation below the trigger."""
+    _check_window(window)
+    _check_count("fixed_tokens", fixed_tokens)
+    room = int(s.threshold_percent * window / 100) - fixed_tokens
+    if room * 100 >= MIN_ROOM_PERCENT * window:
+        return None
+    return (
+        f"The fixed part of the context (system prompt, profile and tool schemas: "
+        f"{fixed_tokens:,} tokens) leaves {max(0, room):,} of the model's {window:,}-token window "
+        f"for the conversation before compaction starts at {s.threshold_percent:g} %: every "
+        "compaction will fold the whole conversation, and a long message may not fit. Use a model "
+        "with a larger window (or set the one it has: --context-window), or shorten the profile."
+    )
+
+
 def plan_fold(
     messages: Sequence[MessageInfo],
     window: int,
@@ -156,6 +200,7 @@ def plan_fold(
     *,
     force: bool = False,
     max_fold_tokens: int | None = None,
+    reserved_tokens: int = 0,
 ) -> FoldPlan | None:
     """Split the raw history (oldest first) into what to summarise now and what stays raw.
 
@@ -169,6 +214,11 @@ def plan_fold(
     ``max_fold_tokens`` (what one summariser call can read) trims the fold to its oldest exchanges,
     at least one; the rest stays raw for the next pass (see should_catch_up). The cap wins over
     ``force``. The threshold is not checked here: call needs_compaction first, or force.
+
+    ``reserved_tokens``: the rest of the context (system prompt, profile, tool schemas,
+    summaries), which shrinks the keep-window (``keep_budget``); the minimum batch scales with
+    the window (``min_batch``) and is waived when the context could not grow by one more batch
+    without overflowing the window. So a small window compacts before it fills.
     """
     _check_window(window)
     if max_fold_tokens is not None and (not _is_int(max_fold_tokens) or max_fold_tokens <= 0):
@@ -182,13 +232,18 @@ def plan_fold(
         folded.append(folded[-1] + message.tokens)
     total = folded[-1]
 
+    _check_count("reserved_tokens", reserved_tokens)
+    keep = keep_budget(window, s, reserved_tokens)
     start = len(messages)  # oldest message of the keep-window walk
-    while start > 0 and not _over(total - folded[start - 1], s.keep_percent, window):
+    while start > 0 and total - folded[start - 1] <= keep:
         start -= 1
     cut = max(c for c in cuts if c <= start)
     if force:
         cut = max(cut, min(c for c in cuts if c >= (len(messages) + 1) // 2))
-    if cut == 0 or (not force and folded[cut] < s.min_batch_tokens):
+    smallest = min_batch(window, s)
+    if reserved_tokens + total + smallest > window:  # waiting for a bigger batch would overflow
+        smallest = 0
+    if cut == 0 or (not force and folded[cut] < smallest):
         return None
     if max_fold_tokens is not None and folded[cut] > max_fold_tokens:
         fitting = [c for c in cuts if 0 < c <= cut and folded[c] <= max_fold_tokens]

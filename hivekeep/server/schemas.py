@@ -141,6 +141,11 @@ class MemoryOut(BaseModel):
         description="Search results only: the arms that found it: 'vector' (meaning), 'text' "
         "(every query word), 'text_partial' (some of the words).",
     )
+    why: str | None = Field(
+        default=None,
+        description="Search results only: the match and the searches that found it, in words "
+        "('strong match: every word of the query, and close in meaning').",
+    )
     newer: NewerMemory | None = Field(
         default=None,
         description="A later near-twin visible to the agent (a write that listed this memory "

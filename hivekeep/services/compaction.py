@@ -81,22 +81,51 @@ class CompactionService:
     def needed(self, agent: AgentRecord, conversation_id: int) -> bool:
         """§7.1 and §7.5 for the agent's model: over the trigger, with a fold worth a call (or
         summaries to merge). Over the trigger with nothing foldable yet waits for more."""
+        return self.waiting(agent, conversation_id) is None
+
+    def waiting(self, agent: AgentRecord, conversation_id: int) -> str | None:
+        """Why compaction is not running now (for the context bar), or None when it is due."""
         window = self.llms.chat_model(agent.id).context_window
         settings = self.conversations.compaction_settings(agent.id)
         context = self.conversations.context(
             agent, conversation_id, self.profiles.get(agent.id).text
         )
+        trigger = int(settings.threshold_percent * window / 100)
         if not plan.needs_compaction(context.tokens, window, settings):
-            return False
+            return (
+                f"Compaction waits until the context passes {settings.threshold_percent:g} % "
+                f"({trigger:,} tokens): {trigger - context.tokens:,} to go."
+            )
         infos = [message_info(m) for m in context.raw]
         summaries = [
             plan.SummaryInfo(s.id, s.tokens, s.depth, s.first_at, s.first_message_id or 0)
             for s in context.summaries
         ]
-        return (
-            plan.plan_fold(infos, window, settings) is not None
+        if (
+            plan.plan_fold(infos, window, settings, reserved_tokens=context.reserved_tokens)
+            is not None
             or plan.plan_merge(summaries, window, settings) is not None
+        ):
+            return None
+        if not context.raw:
+            return (
+                f"Over the {settings.threshold_percent:g} % trigger with no message to fold: the "
+                f"system prompt, profile, tool schemas and summaries alone take "
+                f"{context.reserved_tokens:,} of the {window:,} tokens."
+            )
+        return (
+            f"Over the {settings.threshold_percent:g} % trigger, but the messages older than the "
+            f"recent ones kept word for word are under {plan.min_batch(window, settings):,} "
+            "tokens, too few to summarise yet: compaction runs after a later turn (or Force "
+            "compact now)."
         )
+
+    def room_warning(self, agent: AgentRecord) -> str | None:
+        """What the agent's model window leaves for the conversation, when that is too little."""
+        window = self.llms.chat_model(agent.id).context_window
+        settings = self.conversations.compaction_settings(agent.id)
+        fixed = self.conversations.fixed_tokens(agent, self.profiles.get(agent.id).text)
+        return plan.room_warning(fixed, window, settings)
 
     def after_turn(self, agent: AgentRecord, conversation_id: int) -> CompactionOutcome | None:
         """The check after each turn: compact when over the trigger, else only retry upkeep.
@@ -177,13 +206,17 @@ class CompactionService:
         summariser: LLM,
         force: bool,
     ) -> tuple[list[int], int, str] | None:
-        raw = self.store.raw_messages(conversation_id)
+        context = self.conversations.context(
+            agent, conversation_id, self.profiles.get(agent.id).text
+        )
+        raw = context.raw
         chosen = plan.plan_fold(
             [message_info(m) for m in raw],
             window,
             settings,
             force=force,
             max_fold_tokens=max(1, int(FOLD_READ_SHARE * summariser.context_window)),
+            reserved_tokens=context.reserved_tokens,
         )
         if chosen is None:
             return None
@@ -191,7 +224,8 @@ class CompactionService:
         prompt = [
             Message.from_openai(x) for x in fold_messages(agent.name, transcript(batch, agent.name))
         ]
-        reply = summariser.complete(prompt, max_tokens=SUMMARY_MAX_TOKENS, call_site="compaction")
+        longest = plan.summary_max_tokens(window, settings, SUMMARY_MAX_TOKENS)
+        reply = summariser.complete(prompt, max_tokens=longest, call_site="compaction")
         text = reply.content.strip()
         if not text:
             raise ProviderError("the summariser returned an empty summary; nothing was folded")
@@ -217,7 +251,8 @@ class CompactionService:
         sources = [s for s in live if s.id in set(chosen)]
         self._progress(agent, run, "merging", summaries=len(sources))
         prompt = [Message.from_openai(x) for x in merge_messages([dated(s) for s in sources])]
-        reply = summariser.complete(prompt, max_tokens=SUMMARY_MAX_TOKENS, call_site="merge")
+        longest = plan.summary_max_tokens(window, settings, SUMMARY_MAX_TOKENS)
+        reply = summariser.complete(prompt, max_tokens=longest, call_site="merge")
         text = reply.content.strip()
         if not text:
             raise ProviderError("the merge call returned an empty summary; nothing was merged")

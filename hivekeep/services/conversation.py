@@ -13,6 +13,7 @@ from hivekeep.core.compaction import CompactionSettings
 from hivekeep.core.context import build_context
 from hivekeep.core.credentials import SecretsPolicy
 from hivekeep.core.messages import Message
+from hivekeep.core.text import now_timestamp
 from hivekeep.core.tokens import count_tokens
 from hivekeep.core.transcript import DatedText
 from hivekeep.errors import NotFound, ValidationError
@@ -27,6 +28,28 @@ from hivekeep.store.conversations import (
 )
 
 MAX_TITLE_CHARS = 200
+TITLE_FROM_MESSAGE_CHARS = 60
+
+
+def clean_title(title: str) -> str:
+    """One line, spaces collapsed, at most ``MAX_TITLE_CHARS`` (else a ValidationError)."""
+    if not isinstance(title, str):
+        raise ValidationError(f"A conversation title is text, got {type(title).__name__}.")
+    title = " ".join(title.split())
+    if len(title) > MAX_TITLE_CHARS:
+        raise ValidationError(
+            f"A conversation title is at most {MAX_TITLE_CHARS} characters, got {len(title)}."
+        )
+    return title
+
+
+def first_words(message: str) -> str:
+    """A title from a message: its first line's words, cut at a word near 60 characters."""
+    words = " ".join(message.split())
+    if len(words) <= TITLE_FROM_MESSAGE_CHARS:
+        return words
+    cut = words[:TITLE_FROM_MESSAGE_CHARS].rsplit(" ", 1)[0] or words[:TITLE_FROM_MESSAGE_CHARS]
+    return f"{cut}…"
 
 
 @dataclass(frozen=True)
@@ -37,6 +60,7 @@ class Context:
     tokens: int  # the messages plus the tool schemas offered with them
     raw: list[MessageRecord]
     summaries: list[SummaryRecord]
+    reserved_tokens: int  # what compaction cannot fold now: tool schemas, system prompt, summaries
 
 
 def system_prompt(agent: AgentRecord, profile_text: str) -> str:
@@ -64,19 +88,46 @@ class ConversationService:
 
     # records ------------------------------------------------------------------------------------
     def create(self, agent_id: int, title: str = "") -> ConversationRecord:
-        title = " ".join(title.split())
-        if len(title) > MAX_TITLE_CHARS:
-            raise ValidationError(
-                f"A conversation title is at most {MAX_TITLE_CHARS} characters, got {len(title)}."
-            )
-        return self.store.create_conversation(agent_id, title)
+        return self.store.create_conversation(agent_id, clean_title(title))
 
-    def get(self, agent_id: int, conversation_id: int) -> ConversationRecord:
-        """The conversation if it belongs to this agent (another agent's reads as NotFound)."""
+    def get(
+        self, agent_id: int, conversation_id: int, *, trashed: bool = False
+    ) -> ConversationRecord:
+        """The conversation if it belongs to this agent (another agent's reads as NotFound);
+        one in the trash is NotFound too, saying how to restore it, unless ``trashed``."""
         conversation = self.store.get_conversation(conversation_id)
         if conversation.agent_id != agent_id:
             raise NotFound(f"No conversation with id {conversation_id} for this agent.")
+        if conversation.deleted_at is not None and not trashed:
+            raise NotFound(
+                f"Conversation {conversation_id} is in the trash (deleted "
+                f"{conversation.deleted_at}): restore it first (`hivekeep conversations restore "
+                f"{conversation_id}`, or agent.conversations.restore({conversation_id}))."
+            )
         return conversation
+
+    def rename(self, agent_id: int, conversation_id: int, title: str) -> ConversationRecord:
+        self.get(agent_id, conversation_id)
+        title = clean_title(title)
+        if not title:
+            raise ValidationError("A conversation's new title needs some text.")
+        return self.store.rename_conversation(conversation_id, title)
+
+    def delete(self, agent_id: int, conversation_id: int) -> ConversationRecord:
+        """To the trash: out of listings at once, restorable until the retention period ends."""
+        self.get(agent_id, conversation_id)
+        return self.store.set_conversation_deleted(conversation_id, now_timestamp())
+
+    def restore(self, agent_id: int, conversation_id: int) -> ConversationRecord:
+        """Back from the trash, with every message and summary it had."""
+        if self.get(agent_id, conversation_id, trashed=True).deleted_at is None:
+            raise ValidationError(f"Conversation {conversation_id} is not in the trash.")
+        return self.store.set_conversation_deleted(conversation_id, None)
+
+    def title_from_first_message(self, conversation: ConversationRecord, message: str) -> None:
+        """An untitled conversation is named after its first message (the UI's, the API's)."""
+        if not conversation.title:
+            self.store.rename_conversation(conversation.id, first_words(message))
 
     # settings -----------------------------------------------------------------------------------
     def compaction_settings(self, agent_id: int) -> CompactionSettings:
@@ -159,8 +210,15 @@ class ConversationService:
         )
         # Stored messages carry their token count; only what the pipeline re-rendered (and the
         # system prefix) is counted again, so a turn does not re-tokenize the whole history.
-        tokens = self._tool_tokens + estimate_usage(messages[:1], "").input_tokens
+        reserved = self._tool_tokens + estimate_usage(messages[:1], "").input_tokens
+        tokens = reserved
         for shown, stored in zip(messages[1:], raw, strict=True):
             same = shown.content == stored.content
             tokens += stored.tokens if same else estimate_usage([shown], "").input_tokens
-        return Context(messages, tokens, raw, summaries)
+        return Context(messages, tokens, raw, summaries, reserved)
+
+    def fixed_tokens(self, agent: AgentRecord, profile_text: str) -> int:
+        """The part of every context no compaction can fold: tool schemas, system prompt and
+        profile (an empty conversation's context)."""
+        prompt = [Message("system", system_prompt(agent, profile_text))]
+        return self._tool_tokens + estimate_usage(prompt, "").input_tokens

@@ -197,5 +197,8 @@ class HistoryService:
             )
 
     def purge_expired(self) -> int:
-        """Purge what has been in the trash longer than the retention period."""
-        return self.store.purge_trash(retention_cutoff(self.trash_days))
+        """Purge what has been in the trash longer than the retention period: memories, and
+        (counted apart, not in the number returned) deleted conversations."""
+        cutoff = retention_cutoff(self.trash_days)
+        self.store.purge_conversations(cutoff)
+        return self.store.purge_trash(cutoff)

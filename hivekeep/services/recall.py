@@ -51,8 +51,24 @@ class RecallHit:
     @property
     def match(self) -> str:
         """ "strong" (every word of the query, or close in meaning) or "weak" (see above)."""
-        close = self.similarity is not None and self.similarity >= STRONG_SIMILARITY
-        return "strong" if close or "text" in self.found_by else "weak"
+        return "strong" if self._close or "text" in self.found_by else "weak"
+
+    @property
+    def _close(self) -> bool:
+        return self.similarity is not None and self.similarity >= STRONG_SIMILARITY
+
+    @property
+    def why(self) -> str:
+        """The match and which search found it, in a few words: "strong match: every word of
+        the query, and close in meaning"."""
+        parts = []
+        if "text" in self.found_by:
+            parts.append("every word of the query")
+        elif "text_partial" in self.found_by:
+            parts.append("some words of the query")
+        if "vector" in self.found_by:
+            parts.append("close in meaning" if self._close else "faintly related in meaning")
+        return f"{self.match} match: {', and '.join(parts) or 'ranked by the other filters'}"
 
 
 @dataclass(frozen=True)

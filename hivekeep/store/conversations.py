@@ -33,6 +33,7 @@ class ConversationRecord:
     title: str
     created_at: str
     updated_at: str
+    deleted_at: str | None = None  # set while it is in the trash (``delete_conversation``)
 
 
 @dataclass(frozen=True)
@@ -238,8 +239,27 @@ class ConversationStore(Protocol):
         """Raises NotFound."""
         ...
 
-    def list_conversations(self, agent_id: int) -> list[ConversationRecord]:
-        """Newest activity first."""
+    def list_conversations(
+        self, agent_id: int, *, deleted: bool = False
+    ) -> list[ConversationRecord]:
+        """Newest activity first; ``deleted``: the ones in the trash instead, newest deletion
+        first."""
+        ...
+
+    def rename_conversation(self, conversation_id: int, title: str) -> ConversationRecord:
+        """Set the title (``updated_at`` is activity and stays). Raises NotFound."""
+        ...
+
+    def set_conversation_deleted(
+        self, conversation_id: int, deleted_at: str | None
+    ) -> ConversationRecord:
+        """Move the conversation to the trash (a timestamp) or back out of it (None); its
+        messages and summaries are untouched either way. Raises NotFound."""
+        ...
+
+    def purge_conversations(self, deleted_before: str) -> int:
+        """Erase, with their messages and summaries, the conversations trashed before this
+        time; returns how many."""
         ...
 
     def restore_conversation(self, agent_id: int, conversation: RestoredConversation) -> Restored:

@@ -6,6 +6,7 @@ Tested through the ``ConversationStore`` protocol only (no SQL), so every backen
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import subprocess
 import sys
@@ -185,6 +186,46 @@ def test_conversations_are_listed_by_most_recent_activity(store: Store, alice: i
     bumped = store.get_conversation(first.id)
     assert bumped.updated_at > first.updated_at
     assert bumped.created_at == first.created_at
+
+
+def test_rename_keeps_activity_time_and_unknown_is_not_found(store: Store, conv: int) -> None:
+    before = store.get_conversation(conv)
+    renamed = store.rename_conversation(conv, "Trip to Porto")
+    assert renamed == dataclasses.replace(before, title="Trip to Porto")
+    assert store.get_conversation(conv) == renamed
+    with pytest.raises(NotFound):
+        store.rename_conversation(999, "x")
+
+
+def test_a_deleted_conversation_leaves_the_list_and_comes_back_whole(
+    store: Store, alice: int, conv: int
+) -> None:
+    messages = store.add_messages(conv, [user("a"), user("b")])
+    fold_messages(store, conv, messages[:1])
+    before = snapshot(store, alice, conv)
+    trashed = store.set_conversation_deleted(conv, "2026-01-02T03:04:05.000000Z")
+    assert trashed.deleted_at == "2026-01-02T03:04:05.000000Z"
+    assert store.list_conversations(alice) == []
+    assert store.list_conversations(alice, deleted=True) == [trashed]
+    assert snapshot(store, alice, conv) == before  # nothing of it is touched meanwhile
+    back = store.set_conversation_deleted(conv, None)
+    assert back.deleted_at is None
+    assert store.list_conversations(alice) == [back]
+    assert store.list_conversations(alice, deleted=True) == []
+
+
+def test_purge_erases_only_conversations_trashed_before_the_cutoff(
+    store: Store, alice: int
+) -> None:
+    old, recent, live = (store.create_conversation(alice, t).id for t in ("old", "new", "live"))
+    store.add_messages(old, [user("gone")])
+    store.set_conversation_deleted(old, "2026-01-01T00:00:00.000000Z")
+    store.set_conversation_deleted(recent, "2026-03-01T00:00:00.000000Z")
+    assert store.purge_conversations("2026-02-01T00:00:00.000000Z") == 1
+    with pytest.raises(NotFound):
+        store.get_conversation(old)
+    assert [c.id for c in store.list_conversations(alice, deleted=True)] == [recent]
+    assert [c.id for c in store.list_conversations(alice)] == [live]
 
 
 # messages -------------------------------------------------------------------------------------

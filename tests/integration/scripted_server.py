@@ -63,6 +63,8 @@ def responder(script: dict[str, Any]) -> Any:
         if kind == "maintenance":
             return maintenance_reply(script["archive"], script["profile"])
         last = messages[-1]
+        if last.role == "user" and last.content.startswith("slow: "):
+            time.sleep(float(script.get("slow_s", 2)))  # a turn still running when a tab reloads
         if last.role == "user" and marker in last.content:
             raise ProviderError("the scripted model is down (asked to fail)")
         if last.role == "user" and last.content.startswith("remember: "):

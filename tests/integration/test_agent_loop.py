@@ -198,3 +198,39 @@ def test_a_failed_turn_is_stored_once_and_retried_in_place(hive: Hive, llm: Scri
     agent.chat("Where does Ann live?", conversation, speaker="Ann")  # answered: a new turn
     assert [m.role for m in agent.messages(conversation)][-2:] == ["user", "assistant"]
     assert len(agent.messages(conversation)) == 4
+
+
+def test_add_messages_takes_openai_style_dicts(hive: Hive) -> None:
+    """Issue 34: a framework's history is usually dicts; add_messages refused them."""
+    agent = hive.create_agent("sam")
+    conversation = agent.conversations.start().id
+    stored = agent.add_messages(
+        conversation,
+        [
+            {"role": "user", "content": "Where do I live?", "name": "Ann"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "recall", "arguments": '{"query": "home"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "name": "recall", "content": "[]"},
+            {"role": "assistant", "content": "I do not know yet."},
+        ],
+        compact=False,
+    )
+    assert [(m.role, m.speaker, m.tool_name) for m in stored] == [
+        ("user", "Ann", None),
+        ("assistant", None, None),
+        ("tool", None, "recall"),
+        ("assistant", None, None),
+    ]
+    assert stored[1].tool_calls[0].name == "recall"
+    with pytest.raises(ValidationError, match="needs 'role' and 'content'"):
+        agent.add_messages(conversation, [{"content": "no role"}], compact=False)
+    assert len(agent.messages(conversation)) == 4  # nothing of the bad call was written

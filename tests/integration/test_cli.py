@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -214,7 +215,11 @@ def test_memorize_then_recall(hka: Hivekeep) -> None:
     )
 
     lines = hka("recall --agent assistant", "where does the user live?").stdout.splitlines()
-    assert lines[0].startswith("1. #1 · fact · subject: user · just now · score 0.")
+    # the match in words (issue 34: a raw fused score told nothing), and which search found it
+    assert lines[0] == (
+        "1. #1 · fact · subject: user · just now · strong match: some words of the query, "
+        "and close in meaning"
+    )
     assert lines[1] == f"   {LISBON}"
     shared = hka("recall --agent assistant --category decision", "when do deploys go out?")
     assert shared.stdout.splitlines()[0].endswith(" · shared by planner")
@@ -228,6 +233,8 @@ def test_memorize_then_recall(hka: Hivekeep) -> None:
     memory = found["memories"][0]
     assert (memory["id"], memory["content"], memory["importance"]) == (1, LISBON, 7)
     assert isinstance(memory["score"], float)
+    assert (memory["match"], memory["found_by"]) == ("strong", ["vector", "text"])
+    assert memory["why"] == "strong match: every word of the query, and close in meaning"
 
     none = hka("recall --agent assistant --since 2999-01-01", "Lisbon")
     assert none.stdout == "No memories found.\n"
@@ -374,21 +381,63 @@ class Outage:
         raise ProviderError("Embedder 'outage:test' is unreachable (connection refused).")
 
 
-def test_reembed_stopped_by_a_provider_failure_says_what_is_pending(
+def test_reembed_to_a_model_that_fails_switches_nothing(
     hka: Hivekeep, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Issue 34: a failed `reembed --embeddings X` had already switched the hive to X."""
     for fact in ("The user moved to Lisbon.", "The user likes green tea."):
         hka("memorize --agent assistant --category fact", fact)
     monkeypatch.setitem(registry._REGISTRY, "outage", lambda model: Outage())
     result = hka("reembed --embeddings outage", code=1)
-    assert "Re-embedded 0 memories with outage:test. 2 memories still pending" in result.stderr
     assert "connection refused" in result.stderr
-
-    # Until they are re-embedded, recall finds them by full text and says so.
-    recalled = hka("recall --agent assistant", "green tea", env={"HIVEKEEP_EMBEDDINGS": "outage"})
-    assert "Warning: Vector search unavailable" in recalled.stderr
-    assert "The user likes green tea." in recalled.stdout
+    assert f"Nothing was switched: the hive still uses '{LOCAL_MODEL}'" in result.stderr
+    found = hka.json("recall --agent assistant", "green tea")["memories"]  # no model mismatch
+    assert found[0]["content"] == "The user likes green tea."
     assert "Unknown embedding provider" in hka("reembed --embeddings nope", code=1).stderr
+
+
+# -- issue 34 ---------------------------------------------------------------------------------
+
+
+def test_configure_set_adds_an_override_and_keeps_the_others(hka: Hivekeep) -> None:
+    hka("agents configure assistant --set threshold_percent=60")
+    shown = hka("agents configure assistant --set keep_percent=30").stdout
+    assert "threshold_percent: 60  (this agent's)" in shown
+    assert "keep_percent: 30  (this agent's)" in shown
+    cleared = hka("agents configure assistant --reset-compaction --set keep_percent=20").stdout
+    assert "threshold_percent: 75.0\n" in cleared and "keep_percent: 20  (this agent's)" in cleared
+
+
+def test_bench_leaves_the_recall_counts_alone(hka: Hivekeep) -> None:
+    for fact in ("The user moved to Lisbon.", "The user likes green tea.", "Deploys on Tuesdays."):
+        hka("memorize --agent assistant --category fact", fact)
+    hka("bench --agent assistant --queries 5 --writes 2")
+    with Hive(hka.db) as hive:
+        counts = [m.retrieval_count for m in hive.get_agent("assistant").list_memories().memories]
+    assert counts == [0, 0, 0]
+
+
+def test_memorize_from_the_command_line_is_recorded_as_the_persons(hka: Hivekeep) -> None:
+    hka("memorize --agent assistant --category fact", "The user moved to Lisbon.")
+    [version] = hka.json("history --agent assistant 1")
+    assert version["changed_by"] == "person"
+
+
+def test_backup_into_a_missing_folder_names_the_folder(hka: Hivekeep, tmp_path: Path) -> None:
+    target = tmp_path / "no-such-folder" / "copy.db"
+    failed = hka("backup", str(target), code=1)
+    assert f"The folder {target.parent} does not exist" in failed.stderr
+    assert "hive" not in failed.stderr.split("does not exist")[0]
+
+
+def test_mcp_http_on_a_busy_port_says_so_before_serving(hka: Hivekeep) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        failed = hka("mcp --agent assistant --http", str(port), code=1)
+    assert f"Port {port} on 127.0.0.1 is already in use" in failed.stderr
+    assert "--http PORT" in failed.stderr and "Serving" not in failed.output
 
 
 # -- the installed command ---------------------------------------------------------------------

@@ -83,7 +83,7 @@ def test_memories_query_ranks_by_relevance_as_the_server_search(hk: Hivekeep) ->
     hk("memorize --agent assistant --category fact", "The user's cat is called Tom.")
     query = "where does the user live?"
     ranked = hk("memories --agent assistant --limit 2 --query", query).stdout.splitlines()
-    assert ranked[0].startswith("1. #7 · fact · just now · score ")
+    assert ranked[0].startswith("1. #7 · fact · just now · strong match: ")
     assert ranked[1] == "   The user lives in Lisbon, Portugal."
     assert ranked[-1].startswith("2 of ") and ranked[-1].endswith(", next: --offset 2.")
     listed = hk.json("memories --agent assistant --limit 3 --offset 1 --query", query)
@@ -94,7 +94,7 @@ def test_memories_query_ranks_by_relevance_as_the_server_search(hk: Hivekeep) ->
         }
     assert [m["id"] for m in listed["memories"]] == [h.memory.id for h in direct.hits]
     assert (listed["total"], listed["has_more"]) == (direct.total, direct.has_more)
-    assert {"score", "match", "found_by"} <= set(listed["memories"][0])
+    assert {"score", "match", "found_by", "why"} <= set(listed["memories"][0])
     assert set(counts.values()) == {0}  # a person's search is not the agent's recall
     deploys = "when are deploys?"
     shared = hk.json("memories --agent assistant --scope shared --query", deploys)
@@ -126,7 +126,7 @@ def test_update_changes_only_the_given_fields_as_a_person(hk: Hivekeep) -> None:
     assert [(v["operation"], v["changed_by"]) for v in history] == [
         ("update", "person"),
         ("update", "person"),
-        ("create", "agent"),
+        ("create", "person"),  # `hivekeep memorize` is a person's write too (issue 34)
     ]
 
 

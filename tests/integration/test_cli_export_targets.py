@@ -52,7 +52,10 @@ def test_a_regular_file_is_replaced_whole_keeping_its_permissions(db: str, tmp_p
     result = export(db, "-o", str(out))
     assert records(out.read_text()) == EXPORTED
     assert stat.S_IMODE(out.stat().st_mode) == 0o640
-    assert result.stdout.startswith("Exported 1 agent, 1 memory") and f"to {out}." in result.stdout
+    assert (
+        result.stdout.startswith("Exported 1 agent, 1 memory")
+        and f"to {out} (it replaced" in result.stdout
+    )
     assert not list(tmp_path.glob("*.partial"))  # no staged file left (hidden ones too)
 
 
@@ -131,3 +134,19 @@ def test_a_directory_or_a_missing_folder_is_a_clear_error(db: str, tmp_path: Pat
     refused = runner.invoke(cli, ["export", "-o", str(link), "--db", db])
     assert refused.exit_code == 2 and "is a directory" in refused.stderr
     assert link.is_symlink() and list(folder.iterdir()) == []
+
+
+def test_an_existing_file_is_said_to_be_replaced(db: str, tmp_path: Path) -> None:
+    """Issue 34: ``export -o`` overwrote a file without a word."""
+    out = tmp_path / "backup.jsonl"
+    assert "replaced" not in export(db, "-o", str(out)).stdout  # a new file
+    assert "(it replaced the file that was there)" in export(db, "-o", str(out)).stdout
+
+
+def test_import_reads_standard_input(db: str, tmp_path: Path) -> None:
+    """Issue 34: ``export -o -`` existed, ``import -`` did not."""
+    exported = export(db).stdout
+    target = str(tmp_path / "copy.db")
+    result = CliRunner().invoke(cli, ["import", "-", "--db", target], input=exported)
+    assert result.exit_code == 0, result.output
+    assert "Memories: 1 imported" in result.stdout

@@ -115,7 +115,7 @@ def test_older_file_is_migrated_on_open(
             "Sold the old car"
         ]  # found through the date indexed by m002
     conn = apsw.Connection(str(db_path))
-    assert migrations.current_version(conn) == migrations.LATEST == 10
+    assert migrations.current_version(conn) == migrations.LATEST == 12
     assert migrations.pending(conn) == []
 
 
@@ -129,6 +129,7 @@ def test_version_4_file_gets_ownerless_shared_memories(
         migrations.m006_history_and_trash(conn)
         migrations.m008_merges_and_links(conn)
         migrations.m009_pending_scrubs(conn)
+        migrations.m012_conversation_trash(conn)
 
     monkeypatch.setattr(
         migrations, "MIGRATIONS", [*migrations.MIGRATIONS[:3], (4, "m4", m004_with_history)]

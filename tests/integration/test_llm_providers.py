@@ -393,7 +393,7 @@ def test_ollama_needs_no_key_and_reads_ollama_host(
 
     monkeypatch.setenv("OLLAMA_CONTEXT_LENGTH", "32768")
     assert from_spec("ollama:llama3.1").context_window == 32768
-    assert from_spec("ollama:llama3.1", context_window=1000).context_window == 1000
+    assert from_spec("ollama:llama3.1", context_window=3000).context_window == 3000
     assert from_spec("ollama:llama3").context_window == 8192  # what the model was trained for
     monkeypatch.setenv("OLLAMA_CONTEXT_LENGTH", "2048")
     assert from_spec("ollama:llama3.1").context_window == 2048

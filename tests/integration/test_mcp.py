@@ -146,6 +146,8 @@ def test_memorize_then_recall(db: Path, local_embedder: LocalEmbedder) -> None:
     assert not found.is_error, text_of(found)
     top = found.structured_content["memories"][0]
     assert (top["id"], top["content"]) == (saved.structured_content["id"], LISBON)
+    assert top["match"] == "strong" and "vector" in top["found_by"]  # why it was found
+    assert top["why"].startswith("strong match: ")
     assert LISBON in text_of(found)  # the JSON text, for hosts that ignore structured content
     with Hive(db, embedder=local_embedder, settings=Settings()) as hive:
         assert [m.content for m in hive.get_agent(AGENT).list_memories().memories] == [LISBON]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,54 @@ def test_conversations_are_created_listed_and_checked(api: httpx.Client) -> None
     assert api.get(f"/api/conversations/{first}/messages?limit=5000").status_code == 422
 
 
+def test_conversations_are_renamed_deleted_to_the_trash_and_restored(api: httpx.Client) -> None:
+    agent = new_agent(api)
+    first = new_conversation(api, agent)
+    kept = new_conversation(api, agent, "kept")
+    chat(api, first, "Hi there, I am Ann and I plan a trip to Porto in May.")
+    listed = api.get(f"/api/agents/{agent['id']}/conversations").json()["conversations"]
+    titles = {c["id"]: c["title"] for c in listed}
+    assert titles == {first: "Hi there, I am Ann and I plan a trip to Porto in May.", kept: "kept"}
+    renamed = api.patch(f"/api/conversations/{first}", json={"title": "  Porto  trip "})
+    assert renamed.status_code == 200 and renamed.json()["title"] == "Porto trip"
+    assert api.patch(f"/api/conversations/{first}", json={"title": ""}).status_code == 422
+    deleted = api.delete(f"/api/conversations/{first}")
+    assert deleted.status_code == 200 and deleted.json()["deleted_at"]
+    listed = api.get(f"/api/agents/{agent['id']}/conversations").json()["conversations"]
+    assert [c["id"] for c in listed] == [kept]
+    trash = api.get(f"/api/agents/{agent['id']}/conversations?trashed=true").json()
+    assert [c["id"] for c in trash["conversations"]] == [first]
+    gone = api.get(f"/api/conversations/{first}/messages")
+    assert gone.status_code == 404 and "in the trash" in gone.json()["error"]["message"]
+    assert api.post(f"/api/conversations/{kept}/restore").status_code == 422  # not deleted
+    back = api.post(f"/api/conversations/{first}/restore")
+    assert back.status_code == 200 and back.json()["deleted_at"] is None
+    messages = api.get(f"/api/conversations/{first}/messages").json()["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+
+
+def test_a_turn_goes_on_when_its_client_goes_away(api: httpx.Client) -> None:
+    """A page reload mid-stream closes the request: the turn still ends, stored and announced."""
+    agent = new_agent(api)
+    conversation = new_conversation(api, agent)
+    with api.stream(
+        "POST", f"/api/conversations/{conversation}/chat", json={"message": "slow: hello"}
+    ) as response:
+        assert response.status_code == 200
+    # the client is gone before the model answered (it waits 2 s)
+    deadline = time.monotonic() + 15
+    stored: list[dict[str, Any]] = []
+    while len(stored) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        stored = api.get(f"/api/conversations/{conversation}/messages").json()["messages"]
+    assert [m["content"] for m in stored] == ["slow: hello", DEFAULT_SCRIPT["chat"]]
+    with api.stream(
+        "GET", f"/api/events?agent={agent['id']}&after=0", timeout=STREAM_TIMEOUT
+    ) as events:
+        done = next(e for e in read_sse(events) if e.event == "chat:done")
+    assert done.data and done.data["data"]["content"] == DEFAULT_SCRIPT["chat"]
+
+
 def test_chat_streams_deltas_then_the_reply_and_publishes_them(
     api: httpx.Client, server: Server
 ) -> None:
@@ -131,6 +180,12 @@ def test_context_reports_tokens_window_and_threshold(api: httpx.Client) -> None:
     assert context["window"] == DEFAULT_SCRIPT["context_window"]
     assert context["threshold_percent"] == 75.0
     assert 0 < context["tokens"] < context["window"]
+    # why nothing is compacted yet, for the context bar; the 8,192 window leaves room enough
+    to_go = int(0.75 * context["window"]) - context["tokens"]
+    assert context["waiting"] == (
+        f"Compaction waits until the context passes 75 % (6,144 tokens): {to_go:,} to go."
+    )
+    assert context["warning"] is None and context["answering"] is False
     chat(api, conversation, "A longer message " * 20)
     assert (
         api.get(f"/api/conversations/{conversation}/context").json()["tokens"] > (context["tokens"])

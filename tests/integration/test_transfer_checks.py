@@ -269,3 +269,16 @@ def test_a_50_mb_line_is_refused_without_being_read_whole(hive: Hive, tmp_path: 
         out.write(json.dumps(memory()) + "\n")
     message_text = refused(hive, path, 4, "longer than 16 MiB")
     assert "line 5" not in message_text  # the rest of the file is read on, line by line
+
+
+def test_a_hand_written_timestamp_gets_an_example_not_a_regex(hive: Hive, tmp_path: Path) -> None:
+    """Issue 34: "String should match pattern '^\\d{4}-…'" told a person nothing."""
+    path = write(tmp_path / "f.jsonl", HEADER, AGENT, memory(created_at="2024-05-01 10:00"))
+    message = refused(hive, path, 3, "like 2024-05-01T10:00:00.000000Z")
+    assert "pattern" not in message and "\\d" not in message
+
+
+def test_broken_json_names_its_column_once(hive: Hive, tmp_path: Path) -> None:
+    path = write(tmp_path / "f.jsonl", HEADER, AGENT, '{"type": "agent", "name": "a\tb"}')
+    message = refused(hive, path, 3, "Invalid control character at column")
+    assert "at at" not in message

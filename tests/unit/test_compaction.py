@@ -13,13 +13,19 @@ from hivekeep.core.compaction import (
     MessageInfo,
     SummaryInfo,
     Zone,
+    keep_budget,
     needs_compaction,
     plan_fold,
     plan_merge,
     render_tool_result,
+    room_warning,
     should_catch_up,
+    summary_max_tokens,
     tool_result_zone_map,
     tool_result_zones,
+)
+from hivekeep.core.compaction import (
+    min_batch as min_batch_of,
 )
 from hivekeep.errors import ValidationError
 
@@ -147,9 +153,38 @@ def test_nothing_to_fold_when_everything_fits() -> None:
 
 
 def test_min_batch_skips_small_folds() -> None:
-    s = CompactionSettings(min_batch_tokens=300)
-    assert plan_fold(chat(150, 149, 400), 1000, s) is None  # 299 < 300
-    assert plan_fold(chat(150, 150, 400), 1000, s) == FoldPlan((1, 2), (3,), 300)
+    s = CompactionSettings(min_batch_tokens=300)  # below 5 % of a 10,000 window
+    assert plan_fold(chat(150, 149, 4000), 10_000, s) is None  # 299 < 300
+    assert plan_fold(chat(150, 150, 4000), 10_000, s) == FoldPlan((1, 2), (3,), 300)
+
+
+def test_the_minimum_batch_scales_down_with_a_small_window() -> None:
+    """Issue 34: a fixed 2,000-token minimum never let a 4,096 window compact in time."""
+    s = CompactionSettings()
+    assert min_batch_of(128_000, s) == 2000
+    assert min_batch_of(4096, s) == 204  # 5 % of the window
+    assert plan_fold(chat(500, 500, 500, 500, 600), 4096, s) == FoldPlan((1, 2), (3, 4, 5), 1000)
+
+
+def test_the_rest_of_the_context_shrinks_the_keep_window() -> None:
+    s = CompactionSettings()
+    messages = chat(400, 400, 400, 400)  # 1,600: all inside 40 % of 4,096 on their own
+    assert plan_fold(messages, 4096, s) is None
+    assert keep_budget(4096, s, 1200) == 438
+    assert plan_fold(messages, 4096, s, reserved_tokens=1200) == FoldPlan((1, 2, 3), (4,), 1200)
+    # nothing left for a keep-window: everything folds, once waiting for a bigger batch would
+    # overflow the window
+    assert plan_fold(chat(100, 50), 4096, s, reserved_tokens=2000) is None
+    assert plan_fold(chat(100, 50), 4096, s, reserved_tokens=3800) == FoldPlan((1, 2), (), 150)
+
+
+def test_a_fixed_part_that_leaves_too_little_room_is_named() -> None:
+    s = CompactionSettings()
+    assert room_warning(1759, 8192, s) is None
+    warning = room_warning(2400, 4096, s)
+    assert warning is not None and "2,400 tokens" in warning and "672 of" in warning
+    assert summary_max_tokens(4096, s, 2048) == 409
+    assert summary_max_tokens(128_000, s, 2048) == 2048
 
 
 def test_force_folds_at_least_half_when_everything_fits_and_under_min_batch() -> None:
@@ -252,7 +287,8 @@ def test_fold_is_an_older_prefix_of_whole_units(
     if cap is not None and plan.tokens > cap:
         assert plan.fold == tuple(m.id for m in units[0])  # only an oversized first unit
     if cap is None and not force:
-        assert plan.tokens >= min_batch
+        total = sum(tokens.values())  # waived only when waiting for more would overflow
+        assert plan.tokens >= min_batch_of(window, s) or total + min_batch_of(window, s) > window
         share = keep * window / 100
         newest_folded = ids.index(plan.fold[-1])
         assert sum(tokens[i] for i in ids[newest_folded:]) > share  # could not have been kept
@@ -278,7 +314,7 @@ def test_fold_cap_takes_the_oldest_whole_exchanges() -> None:
 
 def test_min_batch_is_judged_on_the_whole_fold_not_the_capped_batch() -> None:
     s = CompactionSettings(min_batch_tokens=300)
-    plan = plan_fold(chat(200, 200, 600), 1000, s, max_fold_tokens=250)
+    plan = plan_fold(chat(200, 200, 4000), 10_000, s, max_fold_tokens=250)
     assert plan == FoldPlan((1,), (2, 3), 200)
 
 

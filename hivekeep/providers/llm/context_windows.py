@@ -15,6 +15,9 @@ from __future__ import annotations
 from hivekeep.errors import ValidationError
 
 DEFAULT_CONTEXT_WINDOW = 8192
+# The smallest window accepted: the memory tools' schemas and the system prompt alone take
+# about 1,800 tokens, so a smaller model could never read one turn.
+MIN_CONTEXT_WINDOW = 2048
 
 KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
     # OpenAI
@@ -79,10 +82,16 @@ def known_context_window(model: str) -> int | None:
 
 
 def check_context_window(value: int) -> int:
-    """``value`` if it is a positive int; a clear error otherwise."""
+    """``value`` if it is a whole number of tokens >= ``MIN_CONTEXT_WINDOW``; a clear error
+    otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValidationError(
             f"context_window={value!r} is not a positive number of tokens; "
             "pass the model's window, e.g. context_window=128000."
+        )
+    if value < MIN_CONTEXT_WINDOW:
+        raise ValidationError(
+            f"context_window={value:,} is too small: the memory tools and the system prompt "
+            f"alone take about 1,800 tokens, so a window needs at least {MIN_CONTEXT_WINDOW:,}."
         )
     return value

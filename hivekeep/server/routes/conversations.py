@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import queue
+import threading
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -23,6 +25,7 @@ from hivekeep import (
     Agent,
     ChatReply,
     CompactionOutcome,
+    ConversationRecord,
     Hive,
     HivekeepError,
     MessageRecord,
@@ -48,9 +51,10 @@ BUSY: dict[int | str, dict[str, Any]] = {
 class ConversationOut(BaseModel):
     id: int
     agent_id: int
-    title: str
+    title: str = Field(description="Empty until set or taken from the first message.")
     created_at: str
     updated_at: str
+    deleted_at: str | None = Field(description="When it went to the trash; null when live.")
 
 
 class ConversationList(BaseModel):
@@ -59,6 +63,10 @@ class ConversationList(BaseModel):
 
 class NewConversation(Body):
     title: str = Field(default="", max_length=200)
+
+
+class Rename(Body):
+    title: str = Field(min_length=1, max_length=200)
 
 
 class ChatBody(Body):
@@ -74,6 +82,15 @@ class ContextOut(BaseModel):
     raw_messages: int
     summaries: int
     llm_error: str | None = None
+    waiting: str | None = Field(
+        default=None, description="Why compaction is not running now; null when it is due."
+    )
+    warning: str | None = Field(
+        default=None,
+        description="Set when the fixed part (system prompt, profile, tool schemas) leaves the "
+        "conversation too little of the window.",
+    )
+    answering: bool = Field(default=False, description="A turn is running here right now.")
 
 
 # the largest window a model offers today is 10M tokens; a bigger number is a typo
@@ -102,6 +119,8 @@ class SettingsPatch(Body):
 
 
 MODEL_FIELDS = ("model", "compacting_model", "extraction_model")
+# Conversations with a turn running in this server (a reloaded page shows it as under way)
+ANSWERING: set[int] = set()
 
 
 # helpers ----------------------------------------------------------------------------------------
@@ -143,6 +162,7 @@ def _model_info(hive: Hive, agent: Agent) -> dict[str, Any]:
 
 def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
     stored = agent.settings()
+    model = _model_info(hive, agent)
     return {
         "agent_id": agent.id,
         "model": stored.model,
@@ -154,22 +174,50 @@ def _agent_settings(hive: Hive, agent: Agent) -> dict[str, Any]:
         "secrets_in_force": agent.credential_policy(),
         "review": stored.review or "off",
         "effective": dataclasses.asdict(agent.compaction_settings()),
-        **_model_info(hive, agent),
+        **model,
+        # the window too small for the part no compaction can fold (None: fine, or no model)
+        "room_warning": agent.room_warning() if model["llm_error"] is None else None,
     }
 
 
 # conversations ----------------------------------------------------------------------------------
+def conversation_out(record: ConversationRecord) -> ConversationOut:
+    return ConversationOut(**dataclasses.asdict(record))
+
+
 @router.get("/agents/{agent}/conversations")
-def list_conversations(agent: AgentDep) -> ConversationList:
-    """The agent's conversations, most recently active first."""
-    return ConversationList(
-        conversations=[ConversationOut(**dataclasses.asdict(c)) for c in agent.conversations()]
-    )
+def list_conversations(agent: AgentDep, trashed: bool = False) -> ConversationList:
+    """The agent's conversations, most recently active first; ``trashed``: the deleted ones
+    still in the trash instead, newest deletion first."""
+    found = agent.conversations.trash() if trashed else agent.conversations.list()
+    return ConversationList(conversations=[conversation_out(c) for c in found])
 
 
 @router.post("/agents/{agent}/conversations", status_code=201)
 def create_conversation(agent: AgentDep, body: NewConversation) -> ConversationOut:
-    return ConversationOut(**dataclasses.asdict(agent.start_conversation(body.title)))
+    """A new conversation; left untitled, its first message names it."""
+    return conversation_out(agent.conversations.start(body.title))
+
+
+@router.patch("/conversations/{conversation_id}")
+def rename_conversation(conversation: ConversationDep, body: Rename) -> ConversationOut:
+    agent, conversation_id = conversation.agent, conversation.id
+    return conversation_out(agent.conversations.rename(conversation_id, body.title))
+
+
+@router.delete("/conversations/{conversation_id}")
+def delete_conversation(conversation: ConversationDep) -> ConversationOut:
+    """To the trash (``deleted_at`` set): undo with ``POST .../restore`` until the retention
+    period ends."""
+    agent, conversation_id = conversation.agent, conversation.id
+    return conversation_out(agent.conversations.delete(conversation_id))
+
+
+@router.post("/conversations/{conversation_id}/restore")
+def restore_conversation(conversation: ConversationDep) -> ConversationOut:
+    """Back from the trash, whole."""
+    agent, conversation_id = conversation.agent, conversation.id
+    return conversation_out(agent.conversations.restore(conversation_id))
 
 
 @router.get("/conversations/{conversation_id}/messages")
@@ -194,6 +242,7 @@ def get_context(conversation: ConversationDep, hive: HiveDep) -> ContextOut:
     agent, conversation_id = conversation.agent, conversation.id
     context = agent.context(conversation_id)
     model = _model_info(hive, agent)
+    usable = model["llm_error"] is None
     return ContextOut(
         conversation_id=conversation_id,
         tokens=context.tokens,
@@ -202,6 +251,9 @@ def get_context(conversation: ConversationDep, hive: HiveDep) -> ContextOut:
         raw_messages=len(context.raw),
         summaries=len(context.summaries),
         llm_error=model["llm_error"],
+        waiting=agent.compaction_waiting(conversation_id) if usable else None,
+        warning=agent.room_warning() if usable else None,
+        answering=conversation_id in ANSWERING,
     )
 
 
@@ -225,7 +277,34 @@ def chat(conversation: ConversationDep, body: ChatBody, hive: HiveDep) -> Stream
 def _stream_chat(
     hive: Hive, agent: Agent, conversation_id: int, events: Iterator[Any]
 ) -> Iterator[str]:
-    """Runs in the threadpool (a sync iterator): the model is called as the client reads."""
+    """The turn runs in a thread of its own, to its end, whatever the client does: a reload or
+    a closed tab mid-stream does not cancel it (its pieces reach every ``/api/events`` client as
+    ``chat:delta`` / ``chat:done``, and the reloaded page reads the stored reply). The response
+    only relays what the turn produced while its client is there."""
+    pieces: queue.Queue[str | None] = queue.Queue()
+
+    def run() -> None:
+        try:
+            for piece in _turn(hive, agent, conversation_id, events):
+                pieces.put(piece)
+        except Exception as exc:  # a bug, not a model failure: logged, and the client told
+            log.exception("Chat turn of conversation %s failed", conversation_id)
+            hive.events.publish(
+                "chat:done", agent.id, conversation_id=conversation_id, error=str(exc)
+            )
+            pieces.put(_sse("error", {"status": 500, "code": "internal", "message": str(exc)}))
+        finally:
+            ANSWERING.discard(conversation_id)
+            pieces.put(None)
+
+    ANSWERING.add(conversation_id)
+    threading.Thread(target=run, name=f"chat-{conversation_id}", daemon=True).start()
+    while (piece := pieces.get()) is not None:
+        yield piece
+
+
+def _turn(hive: Hive, agent: Agent, conversation_id: int, events: Iterator[Any]) -> Iterator[str]:
+    """The turn's SSE pieces, each also published on the hive's bus."""
     try:
         for event in events:
             if isinstance(event, TextDelta):

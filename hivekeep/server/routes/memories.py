@@ -18,7 +18,7 @@ from hivekeep.server.schemas import (
     SimilarMemory,
 )
 from hivekeep.types import Actor
-from hivekeep.views import memory_view, merged_view, similar_view
+from hivekeep.views import hit_view, memory_view, merged_view, similar_view
 
 router = APIRouter(prefix="/agents/{agent}/memories", tags=["memories"])
 # a person acting on the hive, not as any agent (the web UI's delete button on shared memories)
@@ -41,14 +41,7 @@ def _search(agent: Agent, params: MemoryQuery) -> MemoryList:
         offset=params.offset,
     )
     listed = MemoryList(
-        memories=[
-            _out(
-                memory_view(
-                    hit.memory, agent.id, score=hit.score, match=hit.match, found_by=hit.found_by
-                )
-            )
-            for hit in found.hits
-        ],
+        memories=[_out(hit_view(hit, agent.id)) for hit in found.hits],
         total=found.total,
         has_more=found.has_more,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -52,6 +53,19 @@ Progress = Callable[[int, int], None]  # (lines done, lines in the file)
 MAX_SOURCE_CONTEXT_CHARS = 2000
 MAX_NAME_CHARS = 200  # a tool call's id or name
 MAX_SPEAKER_CHARS = 100  # as ``Agent.chat``'s speaker
+
+
+_STORED_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+
+
+def _timestamp_shape(value: str) -> str:
+    """The stored format, said in words (a hand-written file gets an example, not a regex)."""
+    if not _STORED_TIMESTAMP.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a timestamp as an export writes it: UTC with six decimals and a "
+            "Z, like 2024-05-01T10:00:00.000000Z"
+        )
+    return value
 
 
 def _real_timestamp(value: str) -> str:
@@ -110,7 +124,7 @@ Revision = Annotated[int, PlainValidator(_within(0, MAX_IMPORTED_VERSION))]
 Importance = Annotated[int, PlainValidator(_within(1, 10))]
 Timestamp = Annotated[
     str,
-    StringConstraints(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"),
+    AfterValidator(_timestamp_shape),
     AfterValidator(_real_timestamp),
     AfterValidator(_not_future),  # at most a day ahead of now
 ]

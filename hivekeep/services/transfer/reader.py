@@ -298,7 +298,9 @@ class Reader:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise LineError(number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+            # some of json's messages end in "at" ("Invalid control character at"): said once
+            what = exc.msg.removesuffix(" at")
+            raise LineError(number, f"not valid JSON ({what} at column {exc.colno})") from None
         except RecursionError:
             raise LineError(number, "JSON nested too deeply to read") from None
         except ValueError:  # an integer of over 4,300 digits (Python's limit on converting one)

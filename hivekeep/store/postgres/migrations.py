@@ -363,6 +363,11 @@ def m008_pending_writes(conn: Connection) -> None:
     conn.execute("CREATE INDEX pending_writes_agent ON pending_writes(agent_id, id)")
 
 
+def m009_conversation_trash(conn: Connection) -> None:
+    """A trash for conversations: SQLite's migration 12."""
+    conn.execute('ALTER TABLE conversations ADD COLUMN deleted_at text COLLATE "C"')
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial: agents, memories (full text, vector), conversations, leases", m001_initial),
     (2, "shared memories outlive their author", m002_memories_outlive_authors),
@@ -372,6 +377,7 @@ MIGRATIONS: list[Migration] = [
     (6, "scoped API tokens, hashed", m006_access_tokens),
     (7, "memories pages keep room for a retrieval-count update", m007_room_for_retrieval_counts),
     (8, "writes held for review", m008_pending_writes),
+    (9, "a trash for conversations", m009_conversation_trash),
 ]
 LATEST = MIGRATIONS[-1][0]
 

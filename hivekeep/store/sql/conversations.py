@@ -36,7 +36,7 @@ SUMMARY_COLUMNS = (
     "first_message_id, last_message_id, depth, source_ids, in_context, maintenance_status, "
     "maintenance_attempts, maintenance_error, created_at"
 )
-CONVERSATION_COLUMNS = "id, agent_id, title, created_at, updated_at"
+CONVERSATION_COLUMNS = "id, agent_id, title, created_at, updated_at, deleted_at"
 _MESSAGE_INSERT = (
     "INSERT INTO messages(conversation_id, role, content, tool_calls, tool_call_id, tool_name, "
     "speaker, tokens, is_compaction_record, record, created_at) "
@@ -206,14 +206,53 @@ class ConversationRows(SqlRows):
         with self._reading() as s:
             return conversation(s, conversation_id)
 
-    def list_conversations(self, agent_id: int) -> list[ConversationRecord]:
+    def list_conversations(
+        self, agent_id: int, *, deleted: bool = False
+    ) -> list[ConversationRecord]:
+        where, order = (
+            ("deleted_at IS NOT NULL", "deleted_at DESC")
+            if deleted
+            else ("deleted_at IS NULL", "updated_at DESC")
+        )
         with self._reading() as s:
             rows = s.rows(
                 f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE agent_id = ? "
-                "ORDER BY updated_at DESC, id DESC",
+                f"AND {where} ORDER BY {order}, id DESC",
                 (agent_id,),
             )
         return [ConversationRecord(*row) for row in rows]
+
+    def rename_conversation(self, conversation_id: int, title: str) -> ConversationRecord:
+        with self._atomic() as s:
+            conversation(s, conversation_id, lock=True)
+            s.execute("UPDATE conversations SET title = ? WHERE id = ?", (title, conversation_id))
+            return conversation(s, conversation_id)
+
+    def set_conversation_deleted(
+        self, conversation_id: int, deleted_at: str | None
+    ) -> ConversationRecord:
+        with self._atomic() as s:
+            conversation(s, conversation_id, lock=True)
+            s.execute(
+                "UPDATE conversations SET deleted_at = ? WHERE id = ?",
+                (deleted_at, conversation_id),
+            )
+            return conversation(s, conversation_id)
+
+    def purge_conversations(self, deleted_before: str) -> int:
+        expired = "deleted_at IS NOT NULL AND deleted_at < ?"
+        with self._reading() as s:  # the common case, at every open: nothing, and no write lock
+            if (
+                s.one(f"SELECT 1 FROM conversations WHERE {expired} LIMIT 1", (deleted_before,))
+                is None
+            ):
+                return 0
+        with self._atomic() as s:
+            rows = s.rows(
+                f"DELETE FROM conversations WHERE {expired} RETURNING id",
+                (deleted_before,),
+            )
+        return len(rows)
 
     def restore_conversation(self, agent_id: int, conversation: RestoredConversation) -> Restored:
         conversation.check_positions()

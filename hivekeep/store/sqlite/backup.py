@@ -29,6 +29,11 @@ def backup(source: str | Path, target: str | Path, progress: Progress | None = N
         raise ValidationError(
             f"{str(target)!r} already exists; choose a new file name (a backup never overwrites)."
         )
+    if not target.parent.is_dir():  # else SQLite's "unable to open" reads as the hive's fault
+        raise ValidationError(
+            f"The folder {target.parent} does not exist: create it first "
+            f"(mkdir -p {target.parent}), or choose a file in an existing folder."
+        )
     if target.resolve().parent == source.resolve().parent and target.name == source.name:
         raise ValidationError("The backup cannot be the hive file itself.")
     partial = target.with_name(target.name + ".partial")

@@ -477,6 +477,15 @@ def m011_pending_writes(conn: Connection) -> None:
     )
 
 
+def m012_conversation_trash(conn: Connection) -> None:
+    """``conversations.deleted_at``: a deleted conversation waits in the trash, restorable, until
+    the retention period ends (docs/conversations.md, "Conversations as objects"). Idempotent,
+    like the migrations older test files replay."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(conversations)")}
+    if "deleted_at" not in columns:
+        conn.execute("ALTER TABLE conversations ADD COLUMN deleted_at TEXT")
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial", m001_initial),
     (2, "full text over source context and date", m002_fts_context),
@@ -489,6 +498,7 @@ MIGRATIONS: list[Migration] = [
     (9, "purges whose clean-up is pending", m009_pending_scrubs),
     (10, "scoped API tokens, hashed", m010_access_tokens),
     (11, "writes held for review", m011_pending_writes),
+    (12, "a trash for conversations", m012_conversation_trash),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -36,8 +36,20 @@ async function fail(response) {
   throw new ApiError(response.status, code, message);
 }
 
+// fetch, with the browser's "Failed to fetch" (a TypeError) said in words
+export const UNREACHABLE = "The hivekeep server cannot be reached: is `hivekeep serve` still running? " +
+  "Start it again, then retry.";
+async function reach(url, options) {
+  try {
+    return await fetch(url, options);
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw new ApiError(0, "unreachable", UNREACHABLE);
+  }
+}
+
 export async function api(path, { method = "GET", body, signal } = {}) {
-  const response = await fetch(`/api${path}`, {
+  const response = await reach(`/api${path}`, {
     method,
     headers: headers(body !== undefined),
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -75,7 +87,7 @@ export async function readSSE(response, onEvent) {
 }
 
 export async function streamPost(path, body, onEvent) {
-  const response = await fetch(`/api${path}`, {
+  const response = await reach(`/api${path}`, {
     method: "POST", headers: headers(true), body: JSON.stringify(body),
   });
   if (!response.ok) await fail(response);

@@ -88,6 +88,15 @@ async function route() {
   if (handle?.onEvent) listeners.add(handle.onEvent);
 }
 
+// A view that cannot load (the server is gone, say) says why in the status line.
+async function show() {
+  try {
+    await route();
+  } catch (error) {
+    status(error.message, true);
+  }
+}
+
 // The server's name rule, written once in the page (#new-agent-rule), is the browser's message too.
 const nameInput = document.getElementById("new-agent-name");
 nameInput.addEventListener("input", () => nameInput.setCustomValidity(nameInput.validity.patternMismatch
@@ -152,7 +161,7 @@ async function start() {
       for (const listener of listeners) listener(type, event);
     }
   });
-  await route();
+  await show();
 }
 
 // Sign out: the token leaves this browser's storage, the live stream closes, the page empties.
@@ -172,7 +181,7 @@ signOut.addEventListener("click", () => {
 });
 
 whenUnauthorized(showTokenForm);
-window.addEventListener("hashchange", route);
+window.addEventListener("hashchange", show);
 const health = await fetch("/api/health").then((r) => r.json());
 if (health.auth && !token.get()) showTokenForm();
 else start();

@@ -78,7 +78,9 @@ function contextBar(ctx) {
       "aria-valuenow": String(ctx.tokens),
     }, h("div", { class: "fill", style: `width:${used}%` }),
       h("div", { class: "marker", style: `left:${ctx.threshold_percent}%`, title: "compaction threshold" })),
-    h("small", {}, `${number(ctx.tokens)} / ${number(ctx.window)} tokens (${used.toFixed(0)}%) · compacts at ${ctx.threshold_percent}%`));
+    h("small", {}, `${number(ctx.tokens)} / ${number(ctx.window)} tokens (${used.toFixed(0)}%) · compacts at ${ctx.threshold_percent}%`),
+    // why nothing happens yet (under the trigger, or too little old enough to fold)
+    ctx.waiting ? h("small", { class: "waiting" }, ctx.waiting) : null);
 }
 
 export async function chatView(panel, agent) {
@@ -89,9 +91,18 @@ export async function chatView(panel, agent) {
   const input = h("textarea", { rows: 2, maxlength: 100000, required: true });
   const send = h("button", { type: "submit" }, "Send");
   const compact = h("button", { type: "button", class: "secondary" }, "Force compact");
+  const undone = h("p", { class: "undo", role: "status" });
+  const trashList = h("ul", { class: "conversation-trash", "aria-label": "Deleted conversations" });
+  const trashSummary = h("summary", {}, "Deleted conversations");
+  const trash = h("details", { class: "trash", hidden: true }, trashSummary, trashList);
   let conversation = null;
+  let sending = false; // this tab streams the turn itself: the bus's copy of it is skipped
+  let remote = null; // a turn another tab (or a page before a reload) started: {reply, text}
   let live = null; // the running compaction's card
-  const { model_id: model, llm_error: unusable } = await api(`/agents/${agent.id}/settings`);
+  const { model_id: model, llm_error: unusable, room_warning: cramped } =
+    await api(`/agents/${agent.id}/settings`);
+  // the model's window leaves the conversation too little room: said before anything is sent
+  const room = cramped ? h("p", { class: "warning room", role: "alert" }, cramped) : null;
   // No model at all, or one that cannot work (e.g. HIVEKEEP_LLM without its API key): say which.
   const reason = !model && unusable && !unusable.startsWith("No LLM is configured")
     ? `The chat model cannot be used, so Send is off: ${unusable} Give this server the key in ` +
@@ -110,12 +121,69 @@ export async function chatView(panel, agent) {
     }
   }
 
+  const titleOf = (c) => c.title || `Conversation ${c.id}`;
+  function conversationItem(c) {
+    const item = h("li", { "data-id": String(c.id) });
+    const rename = () => {
+      const title = h("input", { value: c.title, maxlength: 200, required: true, "aria-label": "New title" });
+      item.replaceChildren(h("form", { class: "row rename", onsubmit: async (event) => {
+        event.preventDefault();
+        try {
+          await api(`/conversations/${c.id}`, { method: "PATCH", body: { title: title.value } });
+          await showList();
+        } catch (error) { notice.textContent = error.message; }
+      } }, title, h("button", { type: "submit" }, "Save"),
+      h("button", { type: "button", class: "secondary", onclick: () => showList() }, "Cancel")));
+      title.focus();
+    };
+    item.append(
+      h("button", { type: "button", class: "link", "aria-current": c.id === conversation ? "true" : null,
+        onclick: () => open(c.id) }, titleOf(c)),
+      h("span", { class: "row actions" },
+        h("button", { type: "button", class: "secondary small", "aria-label": `Rename ${titleOf(c)}`, onclick: rename }, "Rename"),
+        h("button", { type: "button", class: "danger small", "aria-label": `Delete ${titleOf(c)}`, onclick: () => remove(c) }, "Delete")));
+    return item;
+  }
+
+  // Deleted: to the trash, with an Undo at once and a Restore in the trash list below.
+  async function remove(c) {
+    try {
+      await api(`/conversations/${c.id}`, { method: "DELETE" });
+    } catch (error) {
+      notice.textContent = error.message;
+      return;
+    }
+    const undo = h("button", { type: "button", class: "secondary", onclick: () => restore(c.id) }, "Undo");
+    undone.replaceChildren(h("span", {}, `"${titleOf(c)}" moved to the trash. `), undo);
+    if (c.id === conversation) {
+      conversation = null;
+      form.hidden = true;
+      usage.replaceChildren();
+      log.replaceChildren(h("p", { class: "hint" }, "Conversation deleted: pick or start another."));
+    }
+    await showList();
+  }
+
+  async function restore(id) {
+    try {
+      await api(`/conversations/${id}/restore`, { method: "POST" });
+    } catch (error) {
+      notice.textContent = error.message;
+      return;
+    }
+    undone.replaceChildren();
+    await open(id);
+  }
+
   async function showList() {
-    const { conversations } = await api(`/agents/${agent.id}/conversations`);
-    list.replaceChildren(...conversations.map((c) => h("li", {}, h("button", {
-      type: "button", class: "link", "aria-current": c.id === conversation ? "true" : null,
-      onclick: () => open(c.id),
-    }, c.title || `Conversation ${c.id}`))));
+    const [{ conversations }, { conversations: trashed }] = await Promise.all([
+      api(`/agents/${agent.id}/conversations`), api(`/agents/${agent.id}/conversations?trashed=true`)]);
+    list.replaceChildren(...conversations.map(conversationItem));
+    trash.hidden = !trashed.length;
+    trashList.replaceChildren(...trashed.map((c) => h("li", {}, h("span", {}, titleOf(c)), " ",
+      h("button", { type: "button", class: "secondary small", "aria-label": `Restore ${titleOf(c)}`,
+        onclick: () => restore(c.id) }, "Restore"))));
+    trashSummary.textContent = `Deleted conversations (${trashed.length})`;
     return conversations;
   }
 
@@ -126,16 +194,22 @@ export async function chatView(panel, agent) {
   async function open(id) {
     conversation = id;
     live = null;
-    const { messages } = await api(`/conversations/${id}/messages?limit=1000`);
+    const [{ messages }, ctx] = await Promise.all([
+      api(`/conversations/${id}/messages?limit=1000`), api(`/conversations/${id}/context`)]);
+    if (conversation !== id) return; // another one was opened meanwhile
     log.replaceChildren(...messages.map((message) => messageItem(message, agent.id)).filter(Boolean));
+    usage.replaceChildren(contextBar(ctx));
     const last = messages.filter((m) => !m.is_compaction_record).at(-1);
-    if (last?.role === "user") { // its turn failed: say so, at the message
+    if (ctx.answering && !sending) { // a turn runs on the server (this page was reloaded mid-way)
+      remote = { reply: h("div", { class: "text" }, remote?.text || ""), text: remote?.text || "" };
+      log.append(h("div", { class: "msg assistant streaming" }, h("span", { class: "who" }, "agent"), remote.reply));
+    } else if (last?.role === "user" && !sending) { // its turn failed: say so, at the message
       const shown = log.querySelectorAll(".msg.user");
       shown[shown.length - 1]?.append(h("small", { class: "unanswered" }, UNANSWERED));
     }
     log.scrollTop = log.scrollHeight;
     input.value = drafts.get(agent.id, id);
-    await Promise.all([showList(), refreshContext()]);
+    await showList();
     form.hidden = false;
     input.focus();
   }
@@ -151,6 +225,7 @@ export async function chatView(panel, agent) {
     if (!text || !model) return;
     notice.textContent = "";
     send.disabled = true;
+    sending = true;
     let failed = false;
     const failWith = (message) => { failed = true; notice.textContent = message; };
     log.append(messageItem({ role: "user", content: text, summary_id: null }));
@@ -171,6 +246,7 @@ export async function chatView(panel, agent) {
       drafts.set(agent.id, conversation, "");
     }
     send.disabled = false;
+    sending = false;
     await open(conversation);
   } },
   ...field("Message", input), send);
@@ -195,14 +271,39 @@ export async function chatView(panel, agent) {
   });
 
   panel.append(h("div", { class: "chat" },
-    h("aside", {}, h("button", { type: "button", onclick: newConversation }, "New conversation"), list),
-    h("div", { class: "thread" }, h("div", { class: "toolbar" }, usage, compact), noModel, notice, log, form)));
+    h("aside", {}, h("button", { type: "button", onclick: newConversation }, "New conversation"), list, undone, trash),
+    h("div", { class: "thread" }, h("div", { class: "toolbar" }, usage, compact), noModel, room, notice, log, form)));
   const existing = await showList();
   if (existing.length) await open(existing[0].id);
   else log.append(h("p", { class: "hint" }, "No conversation yet: start one."));
 
+  // A turn streamed to another tab (or to this page before a reload) shows here as it runs.
+  function onChatEvent(type, data) {
+    if (sending) return; // this tab streams it itself
+    if (data.conversation_id !== conversation) {
+      if (type === "chat:done") showList(); // a new title, a new order
+      return;
+    }
+    if (type === "chat:done") {
+      remote = null;
+      open(conversation);
+      return;
+    }
+    if (remote?.reply) {
+      remote.text += data.text;
+      remote.reply.textContent = remote.text;
+      log.scrollTop = log.scrollHeight;
+    } else if (!remote) { // the first piece: show the stored user message, then the reply
+      remote = { reply: null, text: data.text };
+      open(conversation);
+    } else {
+      remote.text += data.text;
+    }
+  }
+
   function onEvent(type, event) {
     const data = event.data;
+    if (type === "chat:delta" || type === "chat:done") return onChatEvent(type, data);
     if (!type.startsWith("compacting:") || data.conversation_id !== conversation) return;
     if (data.record_id && log.querySelector(`[data-record="${data.record_id}"]`)) {
       live?.remove(); // already shown, from the stored record

@@ -134,8 +134,11 @@ function memoryItem(ctx, memory) {
       await api(`/memories/${memory.id}`, { method: "DELETE" });
       reload();
     } }, "Delete")) : null;
-  item.append(h("p", { class: "content" }, memory.content), badges,
-    memory.newer ? newerLine(ctx, memory.newer) : null, actions);
+  // h() drops the absent parts (Element.append would write them out as the text "null")
+  // a search hit says why it was found: how well it matches, and by which search
+  const why = memory.why ? h("small", { class: "why" }, memory.why) : null;
+  item.replaceChildren(...h("div", {}, h("p", { class: "content" }, memory.content), badges, why,
+    memory.newer ? newerLine(ctx, memory.newer) : null, actions).childNodes);
 
   async function showHistory() {
     const versions = await api(`/agents/${agent.id}/memories/${memory.id}/history`);
