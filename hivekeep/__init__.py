@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from hivekeep.services.compaction import CompactionOutcome
     from hivekeep.services.compile import BootstrapOutcome, CompileOutcome
     from hivekeep.services.conversation import Context
-    from hivekeep.services.credentials import CredentialRefused, CredentialScan, Finding
+    from hivekeep.services.credential_scan import CredentialScan, Finding
+    from hivekeep.services.credentials import CredentialRefused
     from hivekeep.services.history import TrashPage
     from hivekeep.services.llms import LLMNotConfigured
     from hivekeep.services.maintenance import MaintenanceOutcome
@@ -102,8 +103,8 @@ _LAZY = {
     "CompileOutcome": "hivekeep.services.compile",
     "Context": "hivekeep.services.conversation",
     "CredentialRefused": "hivekeep.services.credentials",
-    "CredentialScan": "hivekeep.services.credentials",
-    "Finding": "hivekeep.services.credentials",
+    "CredentialScan": "hivekeep.services.credential_scan",
+    "Finding": "hivekeep.services.credential_scan",
     "TrashPage": "hivekeep.services.history",
     "PendingWrite": "hivekeep.store.pending",
     "LLMNotConfigured": "hivekeep.services.llms",

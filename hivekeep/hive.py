@@ -30,7 +30,7 @@ from hivekeep.providers.embeddings.registry import create_embedder
 from hivekeep.providers.llm.base import LLM
 from hivekeep.services.archive import Backfill, Memorized, Progress
 from hivekeep.services.compile import BootstrapOutcome
-from hivekeep.services.credentials import CredentialScan
+from hivekeep.services.credential_scan import CredentialScan
 from hivekeep.services.embedding import EmbeddingService
 from hivekeep.services.inbox import Inbox
 from hivekeep.services.llms import NO_LLM, LLMNotConfigured

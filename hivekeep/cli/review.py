@@ -20,7 +20,7 @@ from hivekeep.cli import db_option, echo, echo_json, json_option, open_hive
 @json_option
 @click.pass_context
 def review(ctx: click.Context, agent: str | None, db: str, as_json: bool) -> None:
-    """List the held writes (oldest first); approve or reject them one by one.
+    """List the held writes (oldest first); approve or reject them one by one. Example:
 
     \b
         hivekeep review
@@ -50,7 +50,13 @@ def review(ctx: click.Context, agent: str | None, db: str, as_json: bool) -> Non
 @click.option("--content", help="The text to write instead of the agent's (an edit).")
 @db_option
 def approve(pending_id: int, content: str | None, db: str) -> None:
-    """Write held write PENDING_ID through the write path (dedup, history, credentials)."""
+    """Write held write PENDING_ID through the write path (dedup, history, credentials).
+
+    Example:
+
+    \b
+        hivekeep review approve 13 --content "Ann prefers green tea"
+    """
     with open_hive(db) as hive:
         _approve(hive, pending_id, content)
 
@@ -65,7 +71,11 @@ def _approve(hive: Hive, pending_id: int, content: str | None) -> None:
 @click.argument("pending_id", type=int)
 @db_option
 def reject(pending_id: int, db: str) -> None:
-    """Drop held write PENDING_ID; nothing of it is kept."""
+    """Drop held write PENDING_ID; nothing of it is kept. Example:
+
+    \b
+        hivekeep review reject 14
+    """
     with open_hive(db) as hive:
         hive.reject(pending_id)
     echo(f"Rejected: {pending_id}.")

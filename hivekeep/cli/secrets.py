@@ -16,6 +16,7 @@ from hivekeep.cli import db_option, echo, echo_json, json_option, open_hive
 @click.group()
 def secrets() -> None:
     """Credentials the hive already holds (API keys, tokens, private keys, card numbers).
+    Example:
 
     \b
         hivekeep secrets scan
@@ -44,7 +45,11 @@ def scan(
     agents: tuple[str, ...], redact: bool, purge_versions: bool, db: str, as_json: bool
 ) -> None:
     """List every memory, profile and kept version that holds a credential; with --redact and
-    --purge-versions, fix them."""
+    --purge-versions, fix them. Example:
+
+    \b
+        hivekeep secrets scan --redact --purge-versions
+    """
     with open_hive(db) as hive:
         found = hive.secrets.scan(agents or None, redact=redact, purge=purge_versions)
     if as_json:

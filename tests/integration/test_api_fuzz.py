@@ -46,6 +46,9 @@ STREAMING = {"GET /api/events", "POST /api/conversations/{conversation_id}/chat"
 # Every operation of the document but the streaming ones; a new route must be added here.
 FUZZED = (
     "GET /api/health",
+    "GET /api/review",
+    "POST /api/review/{pending_id}/approve",
+    "POST /api/review/{pending_id}/reject",
     "GET /api/agents",
     "POST /api/agents",
     "GET /api/agents/{agent}",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from pydantic import Field, model_validator
@@ -21,7 +21,9 @@ class RememberIn(Body):
     """A ``text`` (one user message) or ``messages`` in OpenAI's form, not both."""
 
     text: str | None = Field(default=None, min_length=1, max_length=MAX_MESSAGE_CHARS)
-    messages: list[dict[str, Any]] | None = Field(
+    # an OpenAI-style message: role, content, name and the like (a few keys), checked by
+    # ``agent.remember`` as ``add_messages`` checks them
+    messages: list[Annotated[dict[str, Any], Field(max_length=8)]] | None = Field(
         default=None, min_length=1, max_length=MAX_MESSAGES
     )
 
