@@ -79,8 +79,9 @@ _PRIVATE_KEY = re.compile(
     r"|PuTTY-User-Key-File-\d+:.*?(?:Private-MAC: [0-9a-f]+|\Z)",
     re.DOTALL,
 )
-# 13 to 19 digits, single spaces or dashes between groups, not inside a longer run of digits
-_CARD = re.compile(r"(?<![\d.,-])\d(?:[ -]?\d){12,18}(?![\d-]|[.,]\d)")
+# 13 to 19 digits, single spaces or dashes between groups, not inside a longer run of digits,
+# nor a bare number of structured text (right after ":" "[" "=" as in JSON, or "#" "/"): an id
+_CARD = re.compile(r"(?<![\d.,:\[=#/-])\d(?:[ -]?\d){12,18}(?![\d-]|[.,]\d)")
 # issuer prefixes of the card networks (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay)
 _CARD_PREFIX = re.compile(
     r"4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6011|64[4-9]|65|35|3[0689]|62"

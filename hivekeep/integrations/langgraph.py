@@ -54,7 +54,8 @@ try:
 except ImportError as exc:  # the extra is not installed, or too old
     raise needs_extra("langgraph", exc) from exc
 
-from hivekeep import Agent, Hive, MemoryRecord, NotFound, ValidationError
+from hivekeep import Agent, CredentialRefused, Hive, MemoryRecord, NotFound, ValidationError
+from hivekeep.core.credentials import describe, find_credentials, redact
 from hivekeep.core.limits import MAX_CONTENT_CHARS, MAX_SUBJECT_CHARS
 from hivekeep.core.names import agent_name
 from hivekeep.core.text import clean_text
@@ -191,19 +192,20 @@ class HivekeepStore(BaseStore):
         if not isinstance(value, dict):
             raise ValidationError(f"A store value is a dict, got {type(value).__name__}.")
         _as_json(value)  # refused before anything is written when it is not JSON
-        searched = _searched_text(value, self.fields if index is None else index)
-        now = round(time.time(), 6)
         agent = self._writer(namespace)
+        item: dict[str, Any] = _screened(value, agent.credential_policy())
+        searched = _searched_text(item, self.fields if index is None else index)
+        now = round(time.time(), 6)
         found = self._find(namespace, key, agent)
         record = Record(
             namespace,
             key,
-            value,
+            item,
             now if found is None else found[1].created_at,
             now,
             bool(searched),
         )
-        text = _content(searched or _searched_text(value, ["$"]) or _as_json(value))
+        text = _content(searched or _searched_text(item, ["$"]) or _as_json(item))
         if found is not None and _alone(found[0], record):
             memory = found[0]
             agent.update_memory(memory.id, content=text, source_context=_stored([record], memory))
@@ -326,6 +328,30 @@ def _subject(namespace: Namespace) -> str | None:
     nothing."""
     labels = namespace[1:] if _agent_name(namespace[0]) == namespace[0] else namespace
     return "/".join(labels)[:MAX_SUBJECT_CHARS] or None
+
+
+def _screened(value: Any, policy: str) -> Any:
+    """The value as the agent's credential policy keeps it (docs/guarantees.md, "Credentials"),
+    leaf by leaf: the write path would otherwise redact inside the stored JSON record, where a
+    credential in a string could be cut across the JSON escapes around it. Under ``refuse`` a
+    credential anywhere refuses the put, before anything is written."""
+    if policy == "allow":
+        return value
+    if isinstance(value, dict):
+        return {_screened(k, policy): _screened(v, policy) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_screened(v, policy) for v in value]
+    if isinstance(value, str):  # a number is an id, never a card (core/credentials.py)
+        found = find_credentials(value)
+        if not found:
+            return value
+        if policy == "refuse":
+            raise CredentialRefused(
+                f"The value holds a credential ({describe(found)}), and this agent refuses "
+                "credentials (HIVEKEEP_SECRETS=refuse): nothing was written."
+            )
+        return redact(value, found)
+    return value
 
 
 def _as_json(value: Any) -> str:

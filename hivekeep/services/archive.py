@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
-from hivekeep.core.credentials import SecretsPolicy
+from hivekeep.core.credentials import SecretsPolicy, find_credentials
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Writing
 from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import clean_text, embedding_text, normalise_text
@@ -211,6 +211,11 @@ class ArchiveService:
         kept: list[NewMemory] = []
         redacted: list[tuple[str, ...]] = []
         for memory in memories:
+            texts = (memory.content, memory.subject, memory.source_context)
+            if not any(find_credentials(text) for text in texts if text):
+                kept.append(memory)  # the common case: no policy to read
+                redacted.append(())
+                continue
             if memory.agent_id not in policies:
                 policies[memory.agent_id] = self.guard.policy(memory.agent_id)
             policy = policies[memory.agent_id]
@@ -290,6 +295,9 @@ class ArchiveService:
         self, agent_id: int, changes: MemoryChanges, written: Change
     ) -> MemoryChanges:
         """An update's texts as the owner's credential policy keeps them."""
+        texts = (changes.content, changes.subject, changes.source_context)
+        if not any(find_credentials(t) for t in texts if isinstance(t, str)):
+            return changes  # the common case: no policy to read
         policy = self.guard.policy(agent_id)
         if written.by is Actor.MAINTENANCE:
             policy = automatic(policy)

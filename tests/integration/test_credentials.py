@@ -175,3 +175,24 @@ def test_rest_and_cli_answers_name_the_redaction(hive: Hive, sam: Agent, db_path
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["redacted"] == ["GitHub token"]
+
+
+def test_a_langgraph_value_is_screened_leaf_by_leaf(hive: Hive, sam: Agent) -> None:
+    """The adapter keeps values as JSON records: a string's credential becomes its marker, and a
+    bare number, an id more often than a card, stays a number (the record still reads back)."""
+    from hivekeep.integrations.langgraph import HivekeepStore
+
+    store = HivekeepStore(hive)
+    value = {"note": f"token {TOKEN}", "n": 4836859485564911616, "ok": [1, "two"]}
+    store.put(("sam", "ops"), "k", value)
+    item = store.get(("sam", "ops"), "k")
+    assert item is not None
+    assert item.value == {
+        "note": "token [redacted GitHub token]",
+        "n": 4836859485564911616,
+        "ok": [1, "two"],
+    }
+    sam.configure(secrets="refuse")
+    with pytest.raises(ValidationError, match="credential"):
+        store.put(("sam", "ops"), "k2", {"note": TOKEN})
+    assert store.get(("sam", "ops"), "k2") is None

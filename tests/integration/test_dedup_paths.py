@@ -125,7 +125,8 @@ def test_memorize_work_does_not_grow(hive: Hive) -> None:
     """Issue 33, item 6, counted rather than timed: the SQL statements one ``memorize`` sends on
     SQLite. A new memory costs what it did before the write-path change (12, 15 with similar
     ones listed), an exact repeat one less than before (nothing is recorded now), and a reword
-    about what an ``update_memory`` costs (the row, its vector and its versions change)."""
+    about what an ``update_memory`` costs (the row, its vector and its versions change); one
+    more each for the review inbox's read of the agent's settings."""
     agent = hive.create_agent("alice")
     agent.memorize_many(
         [
@@ -149,7 +150,9 @@ def test_memorize_work_does_not_grow(hive: Hive) -> None:
             conn.exec_trace = None
         return len(sent)
 
-    assert statements("The user keeps bees in the garden.") <= 12
-    assert statements("The user keeps wasps in the garden.") <= 15  # lists the bees as similar
-    assert statements("The user keeps bees in the garden.") <= 7
-    assert statements("the user keeps bees in the garden!") <= 17
+    # + 1 each since issue 37: the agent's settings are read (is its write held for review?);
+    # its credential policy is read only when the text holds a credential
+    assert statements("The user keeps bees in the garden.") <= 13
+    assert statements("The user keeps wasps in the garden.") <= 16  # lists the bees as similar
+    assert statements("The user keeps bees in the garden.") <= 8
+    assert statements("the user keeps bees in the garden!") <= 18

@@ -70,6 +70,8 @@ LEFT_ALONE = [
     "Base64 aGVsbG8gd29ybGQgaGVsbG8gd29ybGQ=",
     "the key is in 1Password under 'staging'",
     "ASIN B08N5WRWNW and SKU AB-1234-XYZ",
+    '{"id":4836859485564911616,"ids":[4111111111111111]}',  # JSON numbers: ids, not cards
+    "tweet https://x.com/a/status/4111111111111111 and order #4111111111111111",
 ]
 
 

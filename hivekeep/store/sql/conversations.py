@@ -175,10 +175,16 @@ class ConversationRows(SqlRows):
 
     # per-agent settings -----------------------------------------------------------------------
     def get_agent_settings(self, agent_id: int) -> AgentSettings:
+        # one statement: every agent write reads its settings (credential policy, review)
         with self._reading() as s:
-            agent_exists(s, agent_id)
-            row = s.one("SELECT settings FROM agent_settings WHERE agent_id = ?", (agent_id,))
-            return AgentSettings.from_json(dict(s.dialect.from_json(row[0])) if row else {})
+            row = s.one(
+                "SELECT a.id, t.settings FROM agents a "
+                "LEFT JOIN agent_settings t ON t.agent_id = a.id WHERE a.id = ?",
+                (agent_id,),
+            )
+        if row is None:
+            raise NotFound(f"No agent with id {agent_id}.")
+        return AgentSettings.from_json(dict(s.dialect.from_json(row[1])) if row[1] else {})
 
     def save_agent_settings(self, agent_id: int, settings: AgentSettings) -> None:
         with self._atomic() as s:
