@@ -37,10 +37,11 @@ def test_version_6_file_gains_the_audience_column(
 ) -> None:
     """m007 rebuilds memory_fts from memories: every row, its words and who may see it."""
 
-    def m006_with_later_tables(conn: object) -> None:  # today's code needs migrations 8 and 9
+    def m006_with_later_tables(conn: object) -> None:  # today's code needs 8, 9 and 12
         migrations.m006_history_and_trash(conn)
         migrations.m008_merges_and_links(conn)
         migrations.m009_pending_scrubs(conn)
+        migrations.m012_conversation_trash(conn)  # idempotent: replayed later, no harm
 
     monkeypatch.setattr(
         migrations, "MIGRATIONS", [*migrations.MIGRATIONS[:5], (6, "m6", m006_with_later_tables)]
