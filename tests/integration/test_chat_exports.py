@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +21,8 @@ from .conversation_support import maintenance_reply
 
 
 @pytest.fixture
-def llm() -> ScriptedLLM:
-    return ScriptedLLM(context_window=16_000)
-
-
-@pytest.fixture
-def hive(db_path: Path, local_embedder: LocalEmbedder, llm: ScriptedLLM) -> Iterator[Hive]:
-    with Hive(db_path, embedder=local_embedder, settings=Settings(), llm=llm) as opened:
-        yield opened
+def hive(scripted_hive: Hive) -> Hive:
+    return scripted_hive
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,14 +24,8 @@ KEPT = "The deploy token for the staging cluster is [redacted GitHub token]"
 
 
 @pytest.fixture
-def llm() -> ScriptedLLM:
-    return ScriptedLLM(context_window=16_000)
-
-
-@pytest.fixture
-def hive(db_path: Path, local_embedder: LocalEmbedder, llm: ScriptedLLM) -> Iterator[Hive]:
-    with Hive(db_path, embedder=local_embedder, settings=Settings(), llm=llm) as opened:
-        yield opened
+def hive(scripted_hive: Hive) -> Hive:
+    return scripted_hive
 
 
 @pytest.fixture

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from hivekeep import Agent, Hive, NotFound, Settings, ValidationError
+from hivekeep import Agent, Hive, NotFound, ValidationError
 from hivekeep.cli import cli
-from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.server import create_app
 from hivekeep.testing import ScriptedLLM
 from hivekeep.types import Actor
@@ -25,14 +23,8 @@ TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 
 
 @pytest.fixture
-def llm() -> ScriptedLLM:
-    return ScriptedLLM(context_window=16_000)
-
-
-@pytest.fixture
-def hive(db_path: Path, local_embedder: LocalEmbedder, llm: ScriptedLLM) -> Iterator[Hive]:
-    with Hive(db_path, embedder=local_embedder, settings=Settings(), llm=llm) as opened:
-        yield opened
+def hive(scripted_hive: Hive) -> Hive:
+    return scripted_hive
 
 
 @pytest.fixture
