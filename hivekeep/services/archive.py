@@ -7,9 +7,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
+from functools import partial
 from typing import Any
 
-from hivekeep.core.credentials import SecretsPolicy, find_credentials
+from hivekeep.core.credentials import SecretsPolicy
 from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Writing
 from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import clean_text, embedding_text, normalise_text
@@ -206,21 +207,21 @@ class ArchiveService:
         self, memories: Sequence[NewMemory]
     ) -> tuple[list[NewMemory], list[tuple[str, ...]]]:
         """The memories as each author's credential policy keeps them, and what each lost; one
-        refused memory refuses the whole call, before anything is written."""
+        refused memory refuses the whole call, before anything is written. A policy is read
+        only for an author whose text holds a credential, once a call."""
         policies: dict[int, SecretsPolicy] = {}
+
+        def policy_of(memory: NewMemory) -> SecretsPolicy:
+            if memory.agent_id not in policies:
+                policies[memory.agent_id] = self.guard.policy(memory.agent_id)
+            chosen = policies[memory.agent_id]
+            # nobody reads a refusal of the model's own writes: see automatic()
+            return automatic(chosen) if memory.source is Source.AUTOMATIC else chosen
+
         kept: list[NewMemory] = []
         redacted: list[tuple[str, ...]] = []
         for memory in memories:
-            texts = (memory.content, memory.subject, memory.source_context)
-            if not any(find_credentials(text) for text in texts if text):
-                kept.append(memory)  # the common case: no policy to read
-                redacted.append(())
-                continue
-            if memory.agent_id not in policies:
-                policies[memory.agent_id] = self.guard.policy(memory.agent_id)
-            policy = policies[memory.agent_id]
-            if memory.source is Source.AUTOMATIC:  # nobody to read a refusal: see automatic()
-                policy = automatic(policy)
+            policy = partial(policy_of, memory)
             content = self.guard.screen(memory.content, policy, "content")
             subject = self.guard.screen_optional(memory.subject, policy, "subject")
             context = self.guard.screen_optional(memory.source_context, policy, "source_context")
@@ -294,13 +295,12 @@ class ArchiveService:
     def _screened_changes(
         self, agent_id: int, changes: MemoryChanges, written: Change
     ) -> MemoryChanges:
-        """An update's texts as the owner's credential policy keeps them."""
-        texts = (changes.content, changes.subject, changes.source_context)
-        if not any(find_credentials(t) for t in texts if isinstance(t, str)):
-            return changes  # the common case: no policy to read
-        policy = self.guard.policy(agent_id)
-        if written.by is Actor.MAINTENANCE:
-            policy = automatic(policy)
+        """An update's texts as the owner's credential policy keeps them (read only when a text
+        holds a credential)."""
+
+        def policy() -> SecretsPolicy:
+            chosen = self.guard.policy(agent_id)
+            return automatic(chosen) if written.by is Actor.MAINTENANCE else chosen
 
         def kept(value: str | _Keep | None, name: str) -> str | _Keep | None:
             return self.guard.screen(value, policy, name).text if isinstance(value, str) else value

@@ -7,6 +7,7 @@ maintenance call, an import, an adapter) writes around it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hivekeep.core.credentials import SecretsPolicy, describe, find_credentials, redact
@@ -16,6 +17,9 @@ from hivekeep.store.base import Store
 
 class CredentialRefused(ValidationError):
     """A write carried a credential and the policy is ``refuse``: nothing was written."""
+
+
+Policy = SecretsPolicy | Callable[[], SecretsPolicy]  # a callable: read only when needed
 
 
 @dataclass(frozen=True)
@@ -46,14 +50,16 @@ class CredentialGuard:
             return self.default
         return self.default if own is None else SecretsPolicy(own)
 
-    def screen(self, text: str, policy: SecretsPolicy, field: str = "content") -> Screened:
-        """``text`` as the policy keeps it; raises CredentialRefused under ``refuse``."""
-        if policy is SecretsPolicy.ALLOW:
-            return Screened(text)
+    def screen(self, text: str, policy: Policy, field: str = "content") -> Screened:
+        """``text`` as the policy keeps it; raises CredentialRefused under ``refuse``. A callable
+        ``policy`` is asked only when the text holds a credential (most never do: no read)."""
         found = find_credentials(text)
         if not found:
             return Screened(text)
-        if policy is SecretsPolicy.REFUSE:
+        chosen = policy if isinstance(policy, SecretsPolicy) else policy()
+        if chosen is SecretsPolicy.ALLOW:
+            return Screened(text)
+        if chosen is SecretsPolicy.REFUSE:
             raise CredentialRefused(
                 f"The {field} holds a credential ({describe(found)}), and this hive refuses "
                 "credentials (HIVEKEEP_SECRETS=refuse): nothing was written. Keep the secret in "
@@ -62,7 +68,5 @@ class CredentialGuard:
             )
         return Screened(redact(text, found), tuple(c.kind for c in found))
 
-    def screen_optional(
-        self, text: str | None, policy: SecretsPolicy, field: str
-    ) -> Screened | None:
+    def screen_optional(self, text: str | None, policy: Policy, field: str) -> Screened | None:
         return None if text is None else self.screen(text, policy, field)

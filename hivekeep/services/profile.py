@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 
 from hivekeep.core import profile as doc
+from hivekeep.core.credentials import SecretsPolicy
 from hivekeep.core.text import clean_text
 from hivekeep.core.tokens import count_tokens
 from hivekeep.errors import ConflictError, NotFound
@@ -26,7 +28,7 @@ class ProfileService:
 
     def _screened(self, agent_id: int, text: str, field: str) -> str:
         """``text`` as the agent's credential policy keeps it (CredentialRefused: refused)."""
-        return self.guard.screen(text, self.guard.policy(agent_id), field).text
+        return self.guard.screen(text, partial(self.guard.policy, agent_id), field).text
 
     def _saved(self, profile: ProfileRecord, source: str) -> ProfileRecord:
         self.events.publish(
@@ -136,7 +138,10 @@ class ProfileService:
             return RewriteResult(False, current, (DROPPED,), conflict=True)
         if candidate is not None:  # the model's own output: controls (NUL too) are dropped
             candidate = clean_text(candidate.replace("\x00", ""), "profile")
-            policy = automatic(self.guard.policy(agent_id))
+
+            def policy() -> SecretsPolicy:
+                return automatic(self.guard.policy(agent_id))
+
             candidate = self.guard.screen(candidate, policy, "profile").text
         outcome = doc.guard_rewrite(current.text, candidate, self.budget, count_tokens)
         if not outcome.applied or outcome.text == current.text:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from hivekeep.core.credentials import SecretsPolicy
 from hivekeep.core.text import (
     now_timestamp,
 )
@@ -121,12 +122,16 @@ class Importer:
 
     def _screen(self, agent_name: str, text: str, field: str) -> str:
         """A text of the file as the credential policy of the agent it goes to keeps it (an
-        agent the file creates: the hive's policy); raises CredentialRefused under refuse."""
+        agent the file creates: the hive's policy); raises CredentialRefused under refuse. The
+        agent is looked up only for a text that holds a credential."""
         guard = self.archive.guard
-        try:
-            policy = guard.policy(self.store.get_agent(agent_name).id)
-        except NotFound:
-            policy = guard.default
+
+        def policy() -> SecretsPolicy:
+            try:
+                return guard.policy(self.store.get_agent(agent_name).id)
+            except NotFound:
+                return guard.default
+
         return guard.screen(text, policy, field).text
 
     def run(
