@@ -132,23 +132,33 @@ class ArchiveService:
             raise ValueError(f"{len(vectors)} vectors for {len(memories)} memories.")
         memories, redacted = self._screened(memories)  # before anything is written
         held = {} if approved or by is not Actor.AGENT else self._hold(memories)
-        if held:  # the rest are written as usual; the held ones wait in the review inbox
-            rest = [i for i in range(len(memories)) if i not in held]
-            written = iter(
-                self.memorize_many(
-                    [memories[i] for i in rest],
-                    batch_size=batch_size,
-                    vectors=None if vectors is None else [vectors[i] for i in rest],
-                    by=by,
-                    approved=True,
-                )
-                if rest
-                else []
+        rest = [i for i in range(len(memories)) if i not in held]  # the held wait in the inbox
+        written = iter(
+            self._insert(
+                [memories[i] for i in rest],
+                [redacted[i] for i in rest],
+                None if vectors is None else [vectors[i] for i in rest],
+                batch_size=batch_size,
+                by=by,
             )
-            return [
-                _held(memories[i], held[i], redacted[i]) if i in held else next(written)
-                for i in range(len(memories))
-            ]
+            if rest
+            else []
+        )
+        return [
+            _held(memories[i], held[i], redacted[i]) if i in held else next(written)
+            for i in range(len(memories))
+        ]
+
+    def _insert(
+        self,
+        memories: list[NewMemory],
+        redacted: list[tuple[str, ...]],
+        vectors: Sequence[Vector | None] | None,
+        *,
+        batch_size: int,
+        by: Actor,
+    ) -> list[Memorized]:
+        """``memorize_many``'s writing half, for memories already cleaned and screened."""
         if vectors is None:
             vectors = self.embed(memories, batch_size=batch_size)
         elif any(redacted):  # a vector made from the credential's text would keep its trace

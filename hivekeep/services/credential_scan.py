@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hivekeep.core.credentials import find_credentials, redact
+from hivekeep.core.credentials import find_credentials
+from hivekeep.core.credentials import redact as redact_text  # ``redact`` is a flag here
 from hivekeep.core.tokens import count_tokens
 from hivekeep.services.archive import ArchiveService
 from hivekeep.store.base import Change, MemoryChanges, MemoryFilter, Store
@@ -62,10 +63,10 @@ class CredentialScan:
                 if kinds:
                     if redact:
                         changes = MemoryChanges(
-                            content=_redacted(memory.content),
-                            subject=memory.subject and _redacted(memory.subject),
+                            content=redact_text(memory.content),
+                            subject=memory.subject and redact_text(memory.subject),
                             source_context=memory.source_context
-                            and _redacted(memory.source_context),
+                            and redact_text(memory.source_context),
                         )
                         self.archive.update(agent_id, memory.id, changes, written=BY_SCRUB)
                     found.append(Finding(name, "memory", memory.id, None, kinds, redact))
@@ -106,10 +107,11 @@ class CredentialScan:
         kinds = _kinds(current.text)
         if kinds:
             if redact:
+                text = redact_text(current.text)
                 self.store.save_profile(
                     agent_id,
-                    _redacted(current.text),
-                    count_tokens(_redacted(current.text)),
+                    text,
+                    count_tokens(text),
                     expected_revision=current.revision,
                     manual=True,
                     written=BY_SCRUB,
@@ -135,7 +137,3 @@ BY_SCRUB = Change(Actor.PERSON, Operation.UPDATE)
 
 def _kinds(*texts: str | None) -> tuple[str, ...]:
     return tuple(c.kind for text in texts if text for c in find_credentials(text))
-
-
-def _redacted(text: str) -> str:
-    return redact(text)
