@@ -10,7 +10,7 @@ import dataclasses
 
 import click
 
-from hivekeep import Hive, MemoryRecord
+from hivekeep import MemoryRecord
 from hivekeep.cli import db_option, echo, echo_json, json_option, open_hive
 
 
@@ -58,11 +58,7 @@ def approve(pending_id: int, content: str | None, db: str) -> None:
         hivekeep review approve 13 --content "Ann prefers green tea"
     """
     with open_hive(db) as hive:
-        _approve(hive, pending_id, content)
-
-
-def _approve(hive: Hive, pending_id: int, content: str | None) -> None:
-    outcome = hive.approve(pending_id, content)
+        outcome = hive.approve(pending_id, content)
     memory = outcome if isinstance(outcome, MemoryRecord) else outcome.memory
     echo(f"Approved: memory {memory.id}: {memory.content}")
 
