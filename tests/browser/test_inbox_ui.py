@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from hivekeep import Hive, Settings
 from hivekeep.providers.embeddings.local import LocalEmbedder
@@ -82,3 +82,40 @@ def test_the_settings_tab_sets_review_and_the_credential_policy(
     with Hive(db, embedder=LocalEmbedder()) as hive:
         settings = hive.get_agent("sam").settings()
         assert (settings.review, settings.secrets) == ("shared", "refuse")
+
+
+def test_a_link_followed_while_the_page_starts_renders_once(
+    browser: Browser, served: tuple[Server, Path]
+) -> None:
+    """The page's start (agents, then the Inbox count) and a hash change both route: the view is
+    rendered once, so what the user already chose in it is not wiped by a second rendering."""
+    held: list[Route] = []
+    loads: list[str] = []
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+
+        def hold(route: Route) -> None:
+            if held:
+                route.continue_()
+            else:
+                held.append(route)  # the start's count waits here until released
+
+        page.route("**/api/review", hold)
+        page.on("request", lambda sent: loads.append(sent.url))
+        page.goto(served[0].url)
+        while not held:
+            page.wait_for_timeout(20)
+        page.goto(f"{served[0].url}#/agents/1/settings")
+        choice = page.get_by_label("Hold its own writes for review (the Inbox)")
+        choice.select_option("off")
+        held[0].continue_()
+        expect(page.locator("#inbox-count")).not_to_have_text("", timeout=10_000)
+        page.wait_for_timeout(1_000)  # what the start does after the count, it has done by now
+        assert [url for url in loads if url.endswith("/agents/1/settings")] == [
+            f"{served[0].url.rstrip('/')}/api/agents/1/settings"
+        ]
+        expect(page.locator("form.settings")).to_have_count(1)
+        expect(choice).to_have_value("off")
+    finally:
+        context.close()

@@ -9,6 +9,11 @@ import { settingsView } from "./settings.js";
 const TABS = { chat: ["Chat", chatView], memory: ["Memory", memoryView], settings: ["Settings", settingsView] };
 const listeners = new Set(); // the open view's handlers of live events
 let current = { agent: null, tab: "chat", dispose: null };
+// The hash the page shows or is loading, and which navigation is the newest: a hash reached twice at
+// once (the first load still starting when a link is followed) renders once, and a slower, older
+// navigation never replaces a newer one's view under the user's hands.
+let routed = null;
+let navigation = 0;
 
 export function status(text, error = false) {
   const line = document.getElementById("status");
@@ -51,14 +56,18 @@ function showCount(count) {
 async function route() {
   const [, section, id, tab = "chat"] = location.hash.split("/");
   const main = document.getElementById("main");
+  const mine = ++navigation;
+  const stale = () => mine !== navigation;
   current.dispose?.();
+  current.dispose = null;
   listeners.clear();
   document.getElementById("inbox-link").toggleAttribute("aria-current", section === "inbox");
   if (section === "inbox") {
     current.agent = null;
     await loadAgents();
+    if (stale()) return;
     const handle = await inboxView(main, showCount);
-    listeners.add(handle.onEvent);
+    if (!stale()) listeners.add(handle.onEvent);
     return;
   }
   if (!id) {
@@ -66,14 +75,18 @@ async function route() {
     main.replaceChildren(h("p", { class: "hint" }, "Create or pick an agent."));
     return loadAgents();
   }
+  let agent;
   try {
-    current.agent = await api(`/agents/${id}`);
+    agent = await api(`/agents/${id}`);
   } catch (error) {
-    main.replaceChildren(h("p", { class: "error", role: "alert" }, error.message));
+    if (!stale()) main.replaceChildren(h("p", { class: "error", role: "alert" }, error.message));
     return;
   }
+  if (stale()) return;
+  current.agent = agent;
   current.tab = TABS[tab] ? tab : "chat";
   await loadAgents();
+  if (stale()) return;
   const panel = h("section", { class: "panel", id: "panel", role: "tabpanel" });
   const tabs = h("div", { role: "tablist", class: "tabs", "aria-label": "Agent views" },
     Object.entries(TABS).map(([key, [label]]) => h("a", {
@@ -84,12 +97,15 @@ async function route() {
     tabs, panel);
   const view = TABS[current.tab][1];
   const handle = await view(panel, current.agent);
+  if (stale()) return handle?.dispose?.();
   current.dispose = handle?.dispose;
   if (handle?.onEvent) listeners.add(handle.onEvent);
 }
 
 // A view that cannot load (the server is gone, say) says why in the status line.
 async function show() {
+  if (location.hash === routed) return;
+  routed = location.hash;
   try {
     await route();
   } catch (error) {
@@ -122,6 +138,7 @@ document.getElementById("token-form").addEventListener("submit", (event) => {
   event.preventDefault();
   token.set(document.getElementById("token-input").value.trim());
   event.target.hidden = true;
+  routed = null; // the view the refused token could not load is loaded again
   status("");
   start();
 });
@@ -175,6 +192,7 @@ signOut.addEventListener("click", () => {
   document.getElementById("agents").replaceChildren();
   document.getElementById("main").replaceChildren();
   history.replaceState(null, "", "/");
+  routed = null;
   signOut.hidden = true;
   showTokenForm();
   status("Signed out: the token is no longer kept in this browser.");
