@@ -85,3 +85,29 @@ def test_dedup_rows_keep_to_each_querys_subject() -> None:
     assert [memory_id for memory_id, _ in ann] == [4]
     assert [memory_id for memory_id, _ in other] in ([1], [2], [3])  # its own subject, k = 1
     assert absent == []
+
+
+def test_dedup_rows_by_subject_match_a_search_of_every_row() -> None:
+    """Grouping the queries by subject (each group against its subject's rows alone) finds what
+    comparing every query with every row and masking by subject finds."""
+    rng = np.random.default_rng(3)
+    matrix = Matrix(8)
+    vectors = rng.standard_normal((300, 8)).astype(np.float32)
+    subjects = rng.integers(0, 5, 300)
+    for slot, (vector, subject) in enumerate(zip(vectors, subjects, strict=True)):
+        matrix.put(1000 - slot, vector, FACT, int(subject), "2024-01-01")
+    matrix.remove(1000 - 17)  # a removal reorders the slots
+    queries = vectors[rng.integers(0, 300, 40)] + 0.3 * rng.standard_normal((40, 8))
+    asked = [int(c) for c in rng.integers(-1, 6, 40)]  # -1 and 5: subjects no row has
+    found = matrix.close_rows(queries.astype(np.float32), 0.5, 3, asked)
+    units = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    for query, code, rows in zip(queries, asked, found, strict=True):
+        cosines = units @ (query / np.linalg.norm(query))
+        expected = sorted(
+            (1000 - slot, float(cosines[slot]))
+            for slot in range(300)
+            if subjects[slot] == code and cosines[slot] >= 0.5 and slot != 17
+        )
+        expected.sort(key=lambda row: (-row[1], row[0]))
+        assert [i for i, _ in rows] == [i for i, _ in expected[:3]]
+        assert [s for _, s in rows] == pytest.approx([s for _, s in expected[:3]], abs=1e-5)
