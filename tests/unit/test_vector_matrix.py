@@ -111,3 +111,53 @@ def test_dedup_rows_by_subject_match_a_search_of_every_row() -> None:
         expected.sort(key=lambda row: (-row[1], row[0]))
         assert [i for i, _ in rows] == [i for i, _ in expected[:3]]
         assert [s for _, s in rows] == pytest.approx([s for _, s in expected[:3]], abs=1e-5)
+
+
+def test_a_large_matrix_searched_in_parts_finds_what_one_search_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past PARALLEL_ROWS the search runs in one part per core: the same rows, ties included,
+    with filters applied within each part."""
+    import hivekeep.store.vector_matrix as vector_matrix
+
+    rng = np.random.default_rng(5)
+    matrix = Matrix(8)
+    vectors = rng.standard_normal((1001, 8)).astype(np.float32)
+    for slot, vector in enumerate(vectors):
+        matrix.put(
+            slot + 1, vector, FACT if slot % 3 else CATEGORY_CODES["decision"], slot % 4, "2024"
+        )
+    matrix.put(2000, vectors[10], FACT, 2, "2024")  # a tie with row 11 for the query below
+    query = vectors[10] + np.float32(0.01)
+    searches = [(NO_FILTER, None), (MemoryFilter(category=Category.DECISION), None), (NO_FILTER, 2)]
+    whole = [matrix.nearest(query, 5, filters, subject) for filters, subject in searches]
+    monkeypatch.setattr(vector_matrix, "PARALLEL_ROWS", 100)
+    monkeypatch.setattr(vector_matrix, "_CORES", 3)
+    for (filters, subject), (ids, scores) in zip(searches, whole, strict=True):
+        found_ids, found_scores = matrix.nearest(query, 5, filters, subject)
+        assert sorted(found_ids.tolist()) == sorted(ids.tolist())
+        assert sorted(found_scores.tolist()) == pytest.approx(sorted(scores.tolist()))
+    assert 2000 in matrix.nearest(query, 1, NO_FILTER, 2)[0].tolist()  # both rows of the tie
+
+
+def test_a_large_matrix_grows_by_an_eighth_not_double(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded matrix sits at its exact size: the next insert must not double a large one."""
+    import hivekeep.store.vector_matrix as vector_matrix
+
+    monkeypatch.setattr(vector_matrix, "GROW_BY_EIGHTHS", 64)
+    rows = 800
+    matrix = Matrix.from_arrays(
+        np.ones((rows, 4), dtype=np.float32),
+        np.arange(1, rows + 1),
+        np.zeros(rows, dtype=np.int8),
+        np.zeros(rows, dtype=np.int32),
+        np.full(rows, "2024"),
+    )
+    before = matrix.nbytes
+    matrix.put(rows + 1, unit("new"), FACT, 0, "2024")
+    assert matrix.nbytes < before * 1.2  # 900 rows of room, not 1,600
+    assert np.array_equal(matrix.vector(rows + 1), unit("new")) and len(matrix) == rows + 1
+    small = Matrix(4, capacity=2)
+    for memory_id in range(1, 4):
+        small.put(memory_id, unit(memory_id), FACT, 0, "2024")
+    assert len(small._ids) == 64  # doubling (from the floor of 64) while small
