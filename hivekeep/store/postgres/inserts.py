@@ -73,15 +73,49 @@ _INSERT = (
     f"SELECT * FROM unnest({', '.join(f'%s::{kind}[]' for _, kind in _COLUMNS)}) "
     f"RETURNING {MEMORY_COLUMNS}"
 )
-_NEIGHBOURS = (
-    "SELECT id, content, embedding <=> %(q)s::vector AS distance, agent_id, scope = 'shared', "
-    "updated_at FROM memories "
-    "WHERE embedding IS NOT NULL AND (agent_id = %(author)s OR scope = 'shared') "
-    "AND subject_key = %(subject)s ORDER BY {order} LIMIT %(k)s"
+# The batch's lookups, one row per write: index, author, subject key, vector.
+_WRITES = (
+    "WITH q AS (SELECT * FROM unnest(%(i)s::int[], %(a)s::bigint[], %(s)s::text[], "
+    "%(v)s::vector[]) AS q(i, a, s, v)) "
 )
-_WALK = _NEIGHBOURS.format(order="embedding <=> %(q)s::vector")
-# ``+ 0``: not the HNSW index's ordering, so never a walk: the rows come by the subject indexes
-_EXACT = _NEIGHBOURS.format(order="(embedding <=> %(q)s::vector) + 0, id")
+_FOUND = "SELECT f.i, m.id, m.content, f.d, m.agent_id, m.scope = 'shared', m.updated_at FROM "
+# Groups of few rows: every visible row of the subject compared with each of its writes by one
+# join (each row read once for the batch, not once a write), the closest ``k`` a write at or
+# under the floor's distance kept (ties: the smaller id), as the exact sort of one write keeps.
+_EXACT = (
+    _WRITES + _FOUND + "(SELECT i, id, d, row_number() OVER (PARTITION BY i ORDER BY d, id) AS r "
+    "FROM (SELECT q.i, m.id, m.embedding <=> q.v AS d FROM q JOIN memories m "
+    "ON m.subject_key = q.s AND (m.agent_id = q.a OR m.scope = 'shared') "
+    "WHERE m.embedding IS NOT NULL) c WHERE d <= %(most)s) f "
+    "JOIN memories m ON m.id = f.id WHERE f.r <= %(k)s"
+)
+# Groups of many rows: each write walks HNSW (the subject filtered inside the scan, so other
+# subjects' rows take no place), its closest ``k`` returned.
+_WALK = (
+    _WRITES + _FOUND + "(SELECT q.i, n.id, n.d FROM q CROSS JOIN LATERAL (SELECT id, "
+    "embedding <=> q.v AS d FROM memories WHERE embedding IS NOT NULL "
+    "AND (agent_id = q.a OR scope = 'shared') AND subject_key = q.s "
+    "ORDER BY embedding <=> q.v LIMIT %(k)s) n) f JOIN memories m ON m.id = f.id"
+)
+_WALK_SETTINGS = (
+    "SELECT set_config('hk.saved', concat_ws(',', current_setting('hnsw.ef_search'), "
+    "current_setting('enable_bitmapscan'), current_setting('enable_seqscan')), true), "
+    "set_config('hnsw.ef_search', %s, true), set_config('enable_bitmapscan', 'off', true), "
+    "set_config('enable_seqscan', 'off', true)"
+)
+_RESTORE = (  # back to the session's own settings, for the rest of the transaction
+    "SELECT set_config('hnsw.ef_search', split_part(current_setting('hk.saved'), ',', 1), true), "
+    "set_config('enable_bitmapscan', split_part(current_setting('hk.saved'), ',', 2), true), "
+    "set_config('enable_seqscan', split_part(current_setting('hk.saved'), ',', 3), true)"
+)
+# How many rows of each (author, subject) group the author sees, counted up to ``cap`` (two
+# bounded b-tree counts a group, one statement for the batch).
+_VISIBLE = (
+    "SELECT g.a, g.s, (SELECT count(*) FROM (SELECT 1 FROM memories WHERE agent_id = g.a "
+    "AND subject_key = g.s LIMIT %(cap)s) own) + (SELECT count(*) FROM (SELECT 1 FROM memories "
+    "WHERE scope = 'shared' AND subject_key = g.s AND agent_id IS DISTINCT FROM g.a "
+    "LIMIT %(cap)s) shared) FROM unnest(%(a)s::bigint[], %(s)s::text[]) AS g(a, s)"
+)
 
 
 @dataclass
@@ -245,69 +279,64 @@ def _neighbours_before(
     dedup: DedupRule,
 ) -> dict[int, list[Candidate]]:
     """Write index -> the ``NEIGHBOURS`` closest visible vectors of the write's subject from before
-    the batch at or above the rule's floor: one HNSW statement per write (the subject filtered
-    inside the scan, so other subjects' rows take no place), all sent in one pipeline."""
+    the batch at or above the rule's floor, for the whole batch in at most two statements (one
+    round trip for the counts, one for the lookups): the exact join for the (author, subject)
+    groups of at most ``EXACT_LIMIT`` visible rows, and one HNSW walk a write for the larger."""
     if dedup.floor > 1.0 + 1e-6:
         return {}  # a floor no cosine reaches
     asked = [i for i, literal in enumerate(literals) if literal is not None]
     if not asked:
         return {}
-    row = conn.execute(
-        "SELECT current_setting('hnsw.ef_search'), current_setting('enable_bitmapscan'), "
-        "current_setting('enable_seqscan'), set_config('hnsw.ef_search', %s, true)",
-        (str(DEDUP_EF_SEARCH),),
-    ).fetchone()
-    assert row is not None
-    cursors = {}
-    groups = {(writes[i].memory.agent_id, subject_key(writes[i].memory.subject)) for i in asked}
+    groups = sorted({_group(writes[i]) for i in asked})
+    # The planner prices a cosine distance like an addition, so up to some ten thousand visible
+    # rows it sorts them all exactly rather than walk HNSW (6 ms at 3,000 rows, growing, against
+    # 1.5 ms). An author who sees more than EXACT_LIMIT rows of the subject gets the walk; one
+    # who sees fewer gets the exact sort, always: a walk filtered to a subject of a few rows goes
+    # on to ``max_scan_tuples`` before it gives up, and could spend them on other rows and miss
+    # a duplicate.
+    rows = conn.execute(_VISIBLE, _columns(groups, ("a", "s")) | {"cap": EXACT_LIMIT + 1})
+    walked = {(int(a), str(g)) for a, g, n in rows.fetchall() if n > EXACT_LIMIT}
+    exact = [i for i in asked if _group(writes[i]) not in walked]
+    walks = [i for i in asked if _group(writes[i]) in walked]
+    cursors = []
     with conn.pipeline():
-        for author, subject in sorted(groups):
-            # The planner prices a cosine distance like an addition, so up to some ten thousand
-            # visible rows it sorts them all exactly rather than walk HNSW (6 ms at 3,000 rows,
-            # growing, against 1.5 ms). An author who sees more than EXACT_LIMIT rows of the
-            # subject gets the walk; one who sees fewer gets the exact sort, always: a walk
-            # filtered to a subject of a few rows goes on to ``max_scan_tuples`` before it
-            # gives up, and could spend them on other rows and miss a duplicate.
-            walk = _visible(conn, author, subject) > EXACT_LIMIT
-            conn.execute(
-                "SELECT set_config('enable_bitmapscan', %s, true), "
-                "set_config('enable_seqscan', %s, true)",
-                ("off", "off") if walk else (row[1], row[2]),
+        if exact:
+            cursors.append(
+                conn.execute(
+                    _EXACT,
+                    _batch(writes, literals, exact)
+                    | {"k": NEIGHBOURS, "most": 1.0 - dedup.floor + 1e-6},
+                )
             )
-            for i in asked:
-                memory = writes[i].memory
-                if (memory.agent_id, subject_key(memory.subject)) == (author, subject):
-                    cursors[i] = conn.execute(
-                        _WALK if walk else _EXACT,
-                        {"q": literals[i], "author": author, "subject": subject, "k": NEIGHBOURS},
-                    )
-    found = {}
-    for i, cursor in cursors.items():
-        author = writes[i].memory.agent_id
-        found[i] = [
-            Candidate(int(memory_id), content, 1.0 - float(d), owner == author, shared, stated)
-            for memory_id, content, d, owner, shared, stated in cursor.fetchall()
-            if 1.0 - float(d) >= dedup.floor
-        ]
-    conn.execute(  # back to the session's own settings, for the rest of the transaction
-        "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_bitmapscan', %s, true), "
-        "set_config('enable_seqscan', %s, true)",
-        row[:3],
-    )
+        if walks:  # the walk's settings for this statement only, then the session's own again
+            conn.execute(_WALK_SETTINGS, (str(DEDUP_EF_SEARCH),))
+            cursors.append(conn.execute(_WALK, _batch(writes, literals, walks) | {"k": NEIGHBOURS}))
+            conn.execute(_RESTORE)
+    found: dict[int, list[Candidate]] = {i: [] for i in asked}
+    for cursor in cursors:
+        for index, memory_id, content, d, owner, shared, stated in cursor.fetchall():
+            mine, similarity = owner == writes[index].memory.agent_id, 1.0 - float(d)
+            if similarity >= dedup.floor:
+                found[index].append(
+                    Candidate(int(memory_id), content, similarity, mine, shared, stated)
+                )
     return found
 
 
-def _visible(conn: Connection, author: int, subject: str) -> int:
-    """How many rows of the subject the author sees, counted up to ``EXACT_LIMIT + 1`` (two
-    bounded b-tree counts)."""
-    row = conn.execute(
-        "SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE agent_id = %(a)s "
-        "AND subject_key = %(s)s LIMIT %(cap)s) own) + (SELECT count(*) FROM (SELECT 1 "
-        "FROM memories WHERE scope = 'shared' AND subject_key = %(s)s "
-        "AND agent_id IS DISTINCT FROM %(a)s LIMIT %(cap)s) shared)",
-        {"a": author, "s": subject, "cap": EXACT_LIMIT + 1},
-    ).fetchone()
-    return int(row[0]) if row else 0
+def _group(write: MemoryWrite) -> tuple[int, str]:
+    """The rows a write's neighbour lookup may return: its author's, of its subject."""
+    return write.memory.agent_id, subject_key(write.memory.subject)
+
+
+def _columns(rows: Sequence[tuple[Any, ...]], names: Sequence[str]) -> dict[str, list[Any]]:
+    return {name: [row[n] for row in rows] for n, name in enumerate(names)}
+
+
+def _batch(
+    writes: Sequence[MemoryWrite], literals: Sequence[str | None], chosen: Sequence[int]
+) -> dict[str, list[Any]]:
+    """The writes' lookup parameters, as arrays for ``unnest``."""
+    return _columns([(i, *_group(writes[i]), literals[i]) for i in chosen], ("i", "a", "s", "v"))
 
 
 def _judge(
