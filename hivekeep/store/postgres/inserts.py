@@ -45,6 +45,17 @@ DEDUP_EF_SEARCH = 100
 # HNSW (11 ms at 2,000 rows and growing with the table, against 1-3 ms). Past ten times a batch,
 # autovacuum's own threshold (10 % of the table) keeps it current.
 ANALYZE_SHARE = 0.1
+# A batch of this many rows or more is written by COPY into a staging table and one INSERT from
+# it (below it, one INSERT ... unnest of arrays is as fast and sends fewer statements).
+COPY_ROWS = 200
+# A batch of COPY_ROWS or more that is this share of the table after it or more drops the HNSW
+# index and builds it again after the load: building costs a quarter to an eighth of keeping it up
+# row by row (0.31-0.44 ms a row against 1.7-2.5 ms, docs/benchmarks.md), so past this share
+# the build is the cheaper of the two.
+REBUILD_SHARE = 0.2
+# Memory for that build (pgvector builds the graph in memory up to this, on disk past it); raised
+# to this for the build's transaction only, never lowered.
+BUILD_MEMORY_KB = 256 * 1024
 EXACT_LIMIT = 2_000  # visible rows up to which a dedup lookup may sort them all exactly
 _COLUMNS = (
     ("id", "bigint"),
@@ -72,6 +83,25 @@ _INSERT = (
     f"INSERT INTO memories ({', '.join(name for name, _ in _COLUMNS)}) OVERRIDING SYSTEM VALUE "
     f"SELECT * FROM unnest({', '.join(f'%s::{kind}[]' for _, kind in _COLUMNS)}) "
     f"RETURNING {MEMORY_COLUMNS}"
+)
+_IDS = (  # the batch's ids, the planner's row count, and the HNSW index's definition
+    "SELECT nextval(pg_get_serial_sequence('memories', 'id')), "
+    "(SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass), "
+    "(SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'memories'::regclass "
+    "AND indexrelid = to_regclass('memories_embedding')) FROM generate_series(1, %s)"
+)
+_STAGING = (
+    f"CREATE TEMP TABLE memories_staging ({', '.join(f'{n} {t}' for n, t in _COLUMNS)}) "
+    "ON COMMIT DROP"
+)
+_COPY = f"COPY memories_staging ({', '.join(name for name, _ in _COLUMNS)}) FROM STDIN"
+_INSERT_STAGED = (
+    f"INSERT INTO memories ({', '.join(name for name, _ in _COLUMNS)}) OVERRIDING SYSTEM VALUE "
+    f"SELECT * FROM memories_staging ORDER BY id RETURNING {MEMORY_COLUMNS}"
+)
+_BUILD_MEMORY = (
+    "SELECT set_config('maintenance_work_mem', greatest(setting::bigint, "
+    f"{BUILD_MEMORY_KB})::text || 'kB', true) FROM pg_settings WHERE name = 'maintenance_work_mem'"
 )
 # The batch's lookups, one row per write: index, author, subject key, vector.
 _WRITES = (
@@ -156,13 +186,8 @@ def insert_batch(
     ]
     earlier = _same_text_before(conn, writes)
     close = _neighbours_before(conn, writes, literals, dedup)
-    rows = conn.execute(
-        "SELECT nextval(pg_get_serial_sequence('memories', 'id')), "
-        "(SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass) "
-        "FROM generate_series(1, %s)",
-        (len(writes),),
-    ).fetchall()
-    ids, estimated = [int(row[0]) for row in rows], float(rows[0][1])
+    rows = conn.execute(_IDS, (len(writes),)).fetchall()
+    ids, estimated, hnsw = [int(row[0]) for row in rows], float(rows[0][1]), rows[0][2]
     units = _units(writes, literals)
     kept: list[_Kept] = []
     duplicates: dict[int, Verdict] = {}
@@ -204,13 +229,9 @@ def insert_batch(
         shared = memory.scope.value == "shared"
         vector, subject = literal is not None, subject_key(memory.subject)
         kept.append(_Kept(index, ids[len(kept)], owner, shared, subject, vector, values, verdict))
-    records = {}
-    if kept:
-        columns = [list(column) for column in zip(*(k.values for k in kept), strict=True)]
-        for row in conn.execute(_INSERT, columns).fetchall():
-            records[int(row[0])] = memory_from_row(row)
-        if len(kept) >= ANALYZE_SHARE * max(estimated, 1.0):
-            conn.execute("ANALYZE memories")
+    records = {
+        int(row[0]): memory_from_row(row) for row in _write_rows(conn, kept, estimated, hnsw)
+    }
     similar: dict[int, dict[int, Any]] = {}  # author -> id -> record
     for k in kept:
         if k.verdict.similar:
@@ -231,6 +252,43 @@ def insert_batch(
         results[k.index] = Inserted(records[k.id], False, shown)
     link_similar(s, links)
     return [result for result in results if result is not None]
+
+
+def _write_rows(
+    conn: Connection, kept: Sequence[_Kept], estimated: float, index: str | None
+) -> list[TupleRow]:
+    """Insert the kept rows and return them (``MEMORY_COLUMNS``). A batch of ``COPY_ROWS`` or
+    more goes through ``COPY`` into a staging table; one that is ``REBUILD_SHARE`` of the table
+    after it or more drops the HNSW ``index`` (its definition; None: no such index) first and
+    builds it again after the load, in this transaction."""
+    if not kept:
+        return []
+    estimated = max(estimated, 0.0)  # -1: never counted
+    rebuild = (
+        index is not None
+        and len(kept) >= COPY_ROWS
+        and len(kept) >= REBUILD_SHARE * (estimated + len(kept))
+    )
+    if rebuild:
+        # ACCESS EXCLUSIVE until this transaction ends: a concurrent reader waits for the commit
+        # and then finds every row and the index again; none reads the table without it.
+        conn.execute("DROP INDEX memories_embedding")
+    if len(kept) >= COPY_ROWS:
+        conn.execute(_STAGING)
+        with conn.cursor().copy(_COPY) as copy:
+            for k in kept:
+                copy.write_row(k.values)
+        rows = conn.execute(_INSERT_STAGED).fetchall()
+        conn.execute("DROP TABLE memories_staging")
+    else:
+        columns = [list(column) for column in zip(*(k.values for k in kept), strict=True)]
+        rows = conn.execute(_INSERT, columns).fetchall()
+    if rebuild:
+        conn.execute(_BUILD_MEMORY)
+        conn.execute(index)
+    if len(kept) >= ANALYZE_SHARE * max(estimated, 1.0):
+        conn.execute("ANALYZE memories")
+    return rows
 
 
 def _units(writes: Sequence[MemoryWrite], literals: Sequence[str | None]) -> Similarities:
