@@ -196,7 +196,7 @@ def test_a_walked_lookup_judges_as_the_exact_one(
             results = store.insert_memories(again, dedup=RULE)
             with store._reading() as s:
                 settings = s.one("SELECT current_setting('enable_seqscan')")
-            assert settings[0] == "on"
+            assert settings is not None and settings[0] == "on"
             new = {r.memory.id: f"new {n}" for n, r in enumerate(results) if not r.duplicate}
             raise _Rollback(
                 [(r.duplicate, [new.get(m.id, m.id) for m in r.similar]) for r in results]

@@ -264,12 +264,9 @@ def _write_rows(
     if not kept:
         return []
     estimated = max(estimated, 0.0)  # -1: never counted
-    rebuild = (
-        index is not None
-        and len(kept) >= COPY_ROWS
-        and len(kept) >= REBUILD_SHARE * (estimated + len(kept))
-    )
-    if rebuild:
+    large = len(kept) >= COPY_ROWS and len(kept) >= REBUILD_SHARE * (estimated + len(kept))
+    rebuild = index if large else None
+    if rebuild is not None:
         # ACCESS EXCLUSIVE until this transaction ends: a concurrent reader waits for the commit
         # and then finds every row and the index again; none reads the table without it.
         conn.execute("DROP INDEX memories_embedding")
@@ -283,9 +280,9 @@ def _write_rows(
     else:
         columns = [list(column) for column in zip(*(k.values for k in kept), strict=True)]
         rows = conn.execute(_INSERT, columns).fetchall()
-    if rebuild:
+    if rebuild is not None:
         conn.execute(_BUILD_MEMORY)
-        conn.execute(index)
+        conn.execute(rebuild)
     if len(kept) >= ANALYZE_SHARE * max(estimated, 1.0):
         conn.execute("ANALYZE memories")
     return rows
