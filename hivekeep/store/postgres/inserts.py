@@ -106,23 +106,29 @@ _BUILD_MEMORY = (
 # The batch's lookups, one row per write: index, author, subject key, vector.
 _WRITES = (
     "WITH q AS (SELECT * FROM unnest(%(i)s::int[], %(a)s::bigint[], %(s)s::text[], "
-    "%(v)s::vector[]) AS q(i, a, s, v)) "
+    "%(v)s::vector[]) AS q(i, a, s, v))"
 )
 _FOUND = "SELECT f.i, m.id, m.content, f.d, m.agent_id, m.scope = 'shared', m.updated_at FROM "
-# Groups of few rows: every visible row of the subject compared with each of its writes by one
-# join (each row read once for the batch, not once a write), the closest ``k`` a write at or
-# under the floor's distance kept (ties: the smaller id), as the exact sort of one write keeps.
+# Groups of few rows: every visible row of the batch's groups read once (its vector copied out of
+# TOAST once: compared in place, a vector is fetched from TOAST again for every write it meets,
+# three times the time at 20k) and compared with each write of its group by one join; the
+# closest ``k`` a write at or under the floor's distance kept (ties: the smaller id), as the
+# exact sort of one write keeps them.
 _EXACT = (
-    _WRITES + _FOUND + "(SELECT i, id, d, row_number() OVER (PARTITION BY i ORDER BY d, id) AS r "
-    "FROM (SELECT q.i, m.id, m.embedding <=> q.v AS d FROM q JOIN memories m "
-    "ON m.subject_key = q.s AND (m.agent_id = q.a OR m.scope = 'shared') "
-    "WHERE m.embedding IS NOT NULL) c WHERE d <= %(most)s) f "
+    _WRITES + ", c AS MATERIALIZED (SELECT id, agent_id, scope = 'shared' AS shared, subject_key, "
+    "subvector(embedding, 1, vector_dims(embedding)) AS e FROM memories "
+    "WHERE embedding IS NOT NULL AND subject_key = ANY(%(s)s::text[]) "
+    "AND (agent_id = ANY(%(a)s::bigint[]) OR scope = 'shared')) "
+    + _FOUND
+    + "(SELECT i, id, d, row_number() OVER (PARTITION BY i ORDER BY d, id) AS r "
+    "FROM (SELECT q.i, c.id, c.e <=> q.v AS d FROM q JOIN c "
+    "ON c.subject_key = q.s AND (c.agent_id = q.a OR c.shared)) x WHERE d <= %(most)s) f "
     "JOIN memories m ON m.id = f.id WHERE f.r <= %(k)s"
 )
 # Groups of many rows: each write walks HNSW (the subject filtered inside the scan, so other
 # subjects' rows take no place), its closest ``k`` returned.
 _WALK = (
-    _WRITES + _FOUND + "(SELECT q.i, n.id, n.d FROM q CROSS JOIN LATERAL (SELECT id, "
+    _WRITES + " " + _FOUND + "(SELECT q.i, n.id, n.d FROM q CROSS JOIN LATERAL (SELECT id, "
     "embedding <=> q.v AS d FROM memories WHERE embedding IS NOT NULL "
     "AND (agent_id = q.a OR scope = 'shared') AND subject_key = q.s "
     "ORDER BY embedding <=> q.v LIMIT %(k)s) n) f JOIN memories m ON m.id = f.id"
