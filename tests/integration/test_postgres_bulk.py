@@ -5,20 +5,24 @@ while a reader on another connection waits and then sees every row."""
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
+from hivekeep import Hive, Settings
 from hivekeep.core.dedup import DedupRule
+from hivekeep.services.transfer.format import IMPORT_BATCH
 from hivekeep.store.base import EmbeddingSpace, MemoryFilter, MemoryWrite, NewMemory
 from hivekeep.store.postgres import PostgresStore, inserts
 from hivekeep.types import Category, Scope
-from tests.postgres import TestPostgresStore
-from tests.support import random_unit, with_cosine
+from tests.postgres import TestPostgresStore, postgres_url
+from tests.support import VectorTable, random_unit, with_cosine
 
 DIMENSION = 16
 RULE = DedupRule(threshold=0.9)
@@ -287,3 +291,40 @@ def test_a_burst_of_events_crosses_in_few_statements_and_in_order(
         receiver.close()
     assert [e.data["id"] for e in got] == [*range(500), 499]
     assert len(sent) <= 501 // relay.SEND_BATCH + 2
+
+
+def test_an_import_into_postgresql_takes_the_bulk_path(
+    tmp_path: Path, table: VectorTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``hivekeep import`` writes through ``memorize_many`` in batches of ``IMPORT_BATCH``: into
+    an empty PostgreSQL hive they go by COPY, the index is built after each large load, and
+    every memory is found afterwards."""
+    source = tmp_path / "source.db"
+    with Hive(source, embedder=table, settings=Settings()) as hive:
+        hive.create_agent("alice").memorize_many(
+            [{"content": f"Imported fact number {i}.", "category": "fact"} for i in range(600)]
+        )
+        exported = io.StringIO()
+        hive.export(exported)
+    (tmp_path / "hive.jsonl").write_text(exported.getvalue(), encoding="utf-8")
+    sent: list[str] = []
+    original = psycopg.Cursor.copy
+
+    def copied(self: Any, statement: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(statement))
+        return original(self, statement, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "copy", copied)
+    with postgres_url() as url, Hive(url, embedder=table, settings=Settings()) as hive:
+        hive.import_(tmp_path / "hive.jsonl")
+        alice = hive.get_agent("alice")
+        assert alice.list_memories(limit=1).total == 600
+        hits = alice.recall("Imported fact number 421.").hits
+        assert hits[0].memory.content == "Imported fact number 421."
+        index = hive.store._read(  # type: ignore[attr-defined]  # the PostgreSQL store
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'memories_embedding' "
+            "AND schemaname = current_schema()"
+        )
+    assert len(index) == 1 and "hnsw" in index[0][0]
+    assert len(sent) == 600 // IMPORT_BATCH
+    assert all("memories_staging" in s for s in sent)
