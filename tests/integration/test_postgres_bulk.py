@@ -91,6 +91,27 @@ def test_a_large_batch_builds_the_index_after_the_load_and_a_reader_waits_for_it
     assert [memory_id for memory_id, _ in found[0]] == exact  # every row, the batch's too
 
 
+def test_a_long_reader_makes_the_batch_keep_the_index_up_instead_of_waiting(
+    store: TestPostgresStore,
+) -> None:
+    """The drop waits ``DROP_WAIT`` at most for a transaction still reading the table (readers
+    that come meanwhile queue behind it); then the batch writes into the existing index."""
+    agent = store.create_agent("alice", "").id
+    store.insert_memories(_writes(agent, "early", 50), dedup=RULE)
+    done: list[int] = []
+    with psycopg.connect(store.url) as reading:
+        reading.execute("SELECT count(*) FROM memories").fetchone()  # its transaction stays open
+        writing = threading.Thread(
+            target=lambda: done.append(
+                len(store.insert_memories(_writes(agent, "bulk", 300), dedup=RULE))
+            )
+        )
+        writing.start()
+        writing.join(timeout=30)
+        assert done == [300]  # written while the reader's transaction is still open
+    assert _index(store) is not None
+
+
 def test_a_small_share_keeps_the_index_up_row_by_row(store: TestPostgresStore) -> None:
     """Below ``REBUILD_SHARE`` of the table, the batch is written into the existing index: a
     reader is not kept waiting by an index build."""

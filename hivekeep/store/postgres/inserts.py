@@ -56,6 +56,8 @@ COPY_ROWS = 200
 # row by row (0.31-0.44 ms a row against 1.7-2.5 ms, docs/benchmarks.md), so past this share
 # the build is the cheaper of the two.
 REBUILD_SHARE = 0.2
+# How long the drop before that build waits for readers and writers of the table to finish.
+DROP_WAIT = "500ms"
 # Memory for that build (pgvector builds the graph in memory up to this, on disk past it); raised
 # to this for the build's transaction only, never lowered.
 BUILD_MEMORY_KB = 256 * 1024
@@ -274,11 +276,7 @@ def _write_rows(
         return []
     estimated = max(estimated, 0.0)  # -1: never counted
     large = len(kept) >= COPY_ROWS and len(kept) >= REBUILD_SHARE * (estimated + len(kept))
-    rebuild = index if large else None
-    if rebuild is not None:
-        # ACCESS EXCLUSIVE until this transaction ends: a concurrent reader waits for the commit
-        # and then finds every row and the index again; none reads the table without it.
-        conn.execute("DROP INDEX memories_embedding")
+    rebuild = index if large and _dropped_index(conn) else None
     if len(kept) >= COPY_ROWS:
         conn.execute(_STAGING)
         with conn.cursor().copy(_COPY) as copy:
@@ -295,6 +293,30 @@ def _write_rows(
     if len(kept) >= ANALYZE_SHARE * max(estimated, 1.0):
         conn.execute("ANALYZE memories")
     return rows
+
+
+def _dropped_index(conn: Connection) -> bool:
+    """Drop the HNSW index for this transaction, if its lock comes within ``DROP_WAIT``.
+
+    ``DROP INDEX`` holds ACCESS EXCLUSIVE on ``memories`` until the transaction ends: a concurrent
+    reader waits for the commit and then finds every row and the index again; none reads the
+    table without it. While the drop waits for a transaction still reading the table, new
+    readers queue behind it, so it waits a short while only, and under PostgreSQL's deadlock
+    check (1 s): a transaction that wrote ``memories`` and now waits for the insert lock would
+    otherwise deadlock with it. On time out the batch keeps the index up row by row instead."""
+    row = conn.execute(
+        "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)",
+        (DROP_WAIT,),
+    ).fetchone()
+    assert row is not None
+    try:
+        with conn.transaction():  # a savepoint: a drop that timed out is undone alone
+            conn.execute("DROP INDEX memories_embedding")
+        dropped = True
+    except psycopg.errors.LockNotAvailable:
+        dropped = False
+    conn.execute("SELECT set_config('lock_timeout', %s, true)", (row[0],))
+    return dropped
 
 
 def _units(writes: Sequence[MemoryWrite], literals: Sequence[str | None]) -> Similarities:
