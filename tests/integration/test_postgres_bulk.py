@@ -32,6 +32,8 @@ RULE = DedupRule(threshold=0.9)
 def store() -> Iterator[TestPostgresStore]:
     opened = TestPostgresStore()
     opened.reset_embedding_space(EmbeddingSpace("test:bulk", DIMENSION))
+    with psycopg.connect(opened.url, autocommit=True) as conn:  # a reused schema's row count
+        conn.execute("ANALYZE memories")  # is that of its last hive until analyzed
     try:
         yield opened
     finally:
@@ -110,6 +112,28 @@ def test_a_long_reader_makes_the_batch_keep_the_index_up_instead_of_waiting(
         writing.join(timeout=30)
         assert done == [300]  # written while the reader's transaction is still open
     assert _index(store) is not None
+
+
+def test_a_table_never_analyzed_is_counted_before_a_rebuild(
+    store: TestPostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``reltuples`` is -1 until a table is first analyzed (a restored dump): the batch counts
+    the rows instead of taking the table for empty and rebuilding the index of 2,000 rows."""
+    agent = store.create_agent("alice", "").id
+    store.insert_memories(_writes(agent, "early", 2_000), dedup=RULE)
+    with psycopg.connect(store.url, autocommit=True) as conn:
+        conn.execute("UPDATE pg_class SET reltuples = -1 WHERE oid = 'memories'::regclass")
+    sent: list[str] = []
+    original = psycopg.Cursor.execute
+
+    def counted(self: Any, query: Any, params: Any = None, **options: Any) -> Any:
+        sent.append(str(query))
+        return original(self, query, params, **options)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    store.insert_memories(_writes(agent, "later", inserts.COPY_ROWS), dedup=RULE)
+    assert not any("DROP INDEX" in s for s in sent)
+    assert any(s.startswith("ANALYZE") for s in sent)  # and its statistics are made
 
 
 def test_a_small_share_keeps_the_index_up_row_by_row(store: TestPostgresStore) -> None:

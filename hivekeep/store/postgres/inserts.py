@@ -91,9 +91,12 @@ _INSERT = (
 )
 _IDS = (  # the batch's ids, the planner's row count, and the HNSW index's definition
     "SELECT nextval(pg_get_serial_sequence('memories', 'id')), "
-    "(SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass), "
+    # a table never analyzed (-1: a restored dump, say) is counted, as far as the rules ask
+    "(SELECT CASE WHEN reltuples >= 0 THEN reltuples ELSE (SELECT count(*) FROM "
+    "(SELECT 1 FROM memories LIMIT %(cap)s) c) END FROM pg_class "
+    "WHERE oid = 'memories'::regclass), "
     "(SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'memories'::regclass "
-    "AND indexrelid = to_regclass('memories_embedding')) FROM generate_series(1, %s)"
+    "AND indexrelid = to_regclass('memories_embedding')) FROM generate_series(1, %(n)s)"
 )
 _STAGING = (
     f"CREATE TEMP TABLE memories_staging ({', '.join(f'{n} {t}' for n, t in _COLUMNS)}) "
@@ -197,7 +200,8 @@ def insert_batch(
     ]
     earlier = _same_text_before(conn, writes)
     close = _neighbours_before(conn, writes, literals, dedup)
-    rows = conn.execute(_IDS, (len(writes),)).fetchall()
+    cap = int(len(writes) / min(REBUILD_SHARE, ANALYZE_SHARE)) + 1
+    rows = conn.execute(_IDS, {"n": len(writes), "cap": cap}).fetchall()
     ids, estimated, hnsw = [int(row[0]) for row in rows], float(rows[0][1]), rows[0][2]
     units = _units(writes, literals)
     kept: list[_Kept] = []
@@ -274,7 +278,6 @@ def _write_rows(
     builds it again after the load, in this transaction."""
     if not kept:
         return []
-    estimated = max(estimated, 0.0)  # -1: never counted
     large = len(kept) >= COPY_ROWS and len(kept) >= REBUILD_SHARE * (estimated + len(kept))
     rebuild = index if large and _dropped_index(conn) else None
     if len(kept) >= COPY_ROWS:
