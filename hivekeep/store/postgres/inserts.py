@@ -1,15 +1,17 @@
-"""``PostgresStore.insert_memories``: a batch judged and written in a few round trips.
+"""``PostgresStore.insert_memories``: a batch judged and written in a few statements, whatever
+its size.
 
 Inside the insert lock (no other inserter runs meanwhile), the batch asks the database once for
-what was there before it: one statement for the writes' exact-text matches, and each write's
-closest visible vectors (the HNSW statement of one write, all of them sent in one pipeline).
-Each write is then judged in order against those rows and the batch's own earlier rows (their
-vectors compared in numpy), which is the same set of candidates a write-by-write insert would
-see: the ``NEIGHBOURS`` closest of (rows before the batch, earlier rows of the batch) are among
-(the ``NEIGHBOURS`` closest rows before the batch, every earlier row of the batch). The rows that
-stay are written by one ``INSERT ... SELECT FROM unnest(...)`` with ids drawn from the identity
-beforehand, so a write can name an earlier one of its batch as similar or as its duplicate.
-"""
+what was there before it: one statement for the writes' exact-text matches, one for every
+write's closest visible vectors (an exact join for small groups, one HNSW walk a write for large
+ones; see ``_neighbours_before``). Each write is then judged in order against those rows and the
+batch's own earlier rows (their vectors compared in numpy), which is the same set of candidates a
+write-by-write insert would see: the ``NEIGHBOURS`` closest of (rows before the batch, earlier
+rows of the batch) are among (the ``NEIGHBOURS`` closest rows before the batch, every earlier row
+of the batch). The rows that stay are written with ids drawn from the identity beforehand, so a
+write can name an earlier one of its batch as similar or as its duplicate: by one ``INSERT ...
+SELECT FROM unnest(...)``, or for a large batch by ``COPY`` into a staging table, the HNSW index
+built after the load when the batch is a large share of the table (``_write_rows``)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,20 @@ DEDUP_EF_SEARCH = 100
 # HNSW (11 ms at 2,000 rows and growing with the table, against 1-3 ms). Past ten times a batch,
 # autovacuum's own threshold (10 % of the table) keeps it current.
 ANALYZE_SHARE = 0.1
+# A batch of this many rows or more is written by COPY into a staging table and one INSERT from
+# it (a fifth cheaper a row than one INSERT ... unnest of arrays at 1,000 rows; below this, the
+# unnest statement saves COPY's three extra statements).
+COPY_ROWS = 200
+# A batch of COPY_ROWS or more that is this share of the table after it or more drops the HNSW
+# index and builds it again after the load: building costs a quarter to an eighth of keeping it up
+# row by row (0.31-0.44 ms a row against 1.7-2.5 ms, docs/benchmarks.md), so past this share
+# the build is the cheaper of the two.
+REBUILD_SHARE = 0.2
+# How long the drop before that build waits for readers and writers of the table to finish.
+DROP_WAIT = "500ms"
+# Memory for that build (pgvector builds the graph in memory up to this, on disk past it); raised
+# to this for the build's transaction only, never lowered.
+BUILD_MEMORY_KB = 256 * 1024
 EXACT_LIMIT = 2_000  # visible rows up to which a dedup lookup may sort them all exactly
 _COLUMNS = (
     ("id", "bigint"),
@@ -73,15 +89,77 @@ _INSERT = (
     f"SELECT * FROM unnest({', '.join(f'%s::{kind}[]' for _, kind in _COLUMNS)}) "
     f"RETURNING {MEMORY_COLUMNS}"
 )
-_NEIGHBOURS = (
-    "SELECT id, content, embedding <=> %(q)s::vector AS distance, agent_id, scope = 'shared', "
-    "updated_at FROM memories "
-    "WHERE embedding IS NOT NULL AND (agent_id = %(author)s OR scope = 'shared') "
-    "AND subject_key = %(subject)s ORDER BY {order} LIMIT %(k)s"
+_IDS = (  # the batch's ids, the planner's row count, and the HNSW index's definition
+    "SELECT nextval(pg_get_serial_sequence('memories', 'id')), "
+    # a table never analyzed (-1: a restored dump, say) is counted, as far as the rules ask
+    "(SELECT CASE WHEN reltuples >= 0 THEN reltuples ELSE (SELECT count(*) FROM "
+    "(SELECT 1 FROM memories LIMIT %(cap)s) c) END FROM pg_class "
+    "WHERE oid = 'memories'::regclass), "
+    "(SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'memories'::regclass "
+    "AND indexrelid = to_regclass('memories_embedding')) FROM generate_series(1, %(n)s)"
 )
-_WALK = _NEIGHBOURS.format(order="embedding <=> %(q)s::vector")
-# ``+ 0``: not the HNSW index's ordering, so never a walk: the rows come by the subject indexes
-_EXACT = _NEIGHBOURS.format(order="(embedding <=> %(q)s::vector) + 0, id")
+_STAGING = (
+    f"CREATE TEMP TABLE memories_staging ({', '.join(f'{n} {t}' for n, t in _COLUMNS)}) "
+    "ON COMMIT DROP"
+)
+_COPY = f"COPY memories_staging ({', '.join(name for name, _ in _COLUMNS)}) FROM STDIN"
+_INSERT_STAGED = (
+    f"INSERT INTO memories ({', '.join(name for name, _ in _COLUMNS)}) OVERRIDING SYSTEM VALUE "
+    f"SELECT * FROM memories_staging ORDER BY id RETURNING {MEMORY_COLUMNS}"
+)
+_BUILD_MEMORY = (
+    "SELECT set_config('maintenance_work_mem', greatest(setting::bigint, "
+    f"{BUILD_MEMORY_KB})::text || 'kB', true) FROM pg_settings WHERE name = 'maintenance_work_mem'"
+)
+# The batch's lookups, one row per write: index, author, subject key, vector.
+_WRITES = (
+    "WITH q AS (SELECT * FROM unnest(%(i)s::int[], %(a)s::bigint[], %(s)s::text[], "
+    "%(v)s::vector[]) AS q(i, a, s, v))"
+)
+_FOUND = "SELECT f.i, m.id, m.content, f.d, m.agent_id, m.scope = 'shared', m.updated_at FROM "
+# Groups of few rows: every visible row of the batch's groups read once (its vector copied out of
+# TOAST once: compared in place, a vector is fetched from TOAST again for every write it meets,
+# three times the time at 20k) and compared with each write of its group by one join; the
+# closest ``k`` a write at or under the floor's distance kept (ties: the smaller id), as the
+# exact sort of one write keeps them.
+_EXACT = (
+    _WRITES + ", c AS MATERIALIZED (SELECT id, agent_id, scope = 'shared' AS shared, subject_key, "
+    "subvector(embedding, 1, vector_dims(embedding)) AS e FROM memories "
+    "WHERE embedding IS NOT NULL AND subject_key = ANY(%(s)s::text[]) "
+    "AND (agent_id = ANY(%(a)s::bigint[]) OR scope = 'shared')) "
+    + _FOUND
+    + "(SELECT i, id, d, row_number() OVER (PARTITION BY i ORDER BY d, id) AS r "
+    "FROM (SELECT q.i, c.id, c.e <=> q.v AS d FROM q JOIN c "
+    "ON c.subject_key = q.s AND (c.agent_id = q.a OR c.shared)) x WHERE d <= %(most)s) f "
+    "JOIN memories m ON m.id = f.id WHERE f.r <= %(k)s"
+)
+# Groups of many rows: each write walks HNSW (the subject filtered inside the scan, so other
+# subjects' rows take no place), its closest ``k`` returned.
+_WALK = (
+    _WRITES + " " + _FOUND + "(SELECT q.i, n.id, n.d FROM q CROSS JOIN LATERAL (SELECT id, "
+    "embedding <=> q.v AS d FROM memories WHERE embedding IS NOT NULL "
+    "AND (agent_id = q.a OR scope = 'shared') AND subject_key = q.s "
+    "ORDER BY embedding <=> q.v LIMIT %(k)s) n) f JOIN memories m ON m.id = f.id"
+)
+_WALK_SETTINGS = (
+    "SELECT set_config('hk.saved', concat_ws(',', current_setting('hnsw.ef_search'), "
+    "current_setting('enable_bitmapscan'), current_setting('enable_seqscan')), true), "
+    "set_config('hnsw.ef_search', %s, true), set_config('enable_bitmapscan', 'off', true), "
+    "set_config('enable_seqscan', 'off', true)"
+)
+_RESTORE = (  # back to the session's own settings, for the rest of the transaction
+    "SELECT set_config('hnsw.ef_search', split_part(current_setting('hk.saved'), ',', 1), true), "
+    "set_config('enable_bitmapscan', split_part(current_setting('hk.saved'), ',', 2), true), "
+    "set_config('enable_seqscan', split_part(current_setting('hk.saved'), ',', 3), true)"
+)
+# How many rows of each (author, subject) group the author sees, counted up to ``cap`` (two
+# bounded b-tree counts a group, one statement for the batch).
+_VISIBLE = (
+    "SELECT g.a, g.s, (SELECT count(*) FROM (SELECT 1 FROM memories WHERE agent_id = g.a "
+    "AND subject_key = g.s LIMIT %(cap)s) own) + (SELECT count(*) FROM (SELECT 1 FROM memories "
+    "WHERE scope = 'shared' AND subject_key = g.s AND agent_id IS DISTINCT FROM g.a "
+    "LIMIT %(cap)s) shared) FROM unnest(%(a)s::bigint[], %(s)s::text[]) AS g(a, s)"
+)
 
 
 @dataclass
@@ -122,13 +200,9 @@ def insert_batch(
     ]
     earlier = _same_text_before(conn, writes)
     close = _neighbours_before(conn, writes, literals, dedup)
-    rows = conn.execute(
-        "SELECT nextval(pg_get_serial_sequence('memories', 'id')), "
-        "(SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass) "
-        "FROM generate_series(1, %s)",
-        (len(writes),),
-    ).fetchall()
-    ids, estimated = [int(row[0]) for row in rows], float(rows[0][1])
+    cap = int(len(writes) / min(REBUILD_SHARE, ANALYZE_SHARE)) + 1
+    rows = conn.execute(_IDS, {"n": len(writes), "cap": cap}).fetchall()
+    ids, estimated, hnsw = [int(row[0]) for row in rows], float(rows[0][1]), rows[0][2]
     units = _units(writes, literals)
     kept: list[_Kept] = []
     duplicates: dict[int, Verdict] = {}
@@ -170,13 +244,9 @@ def insert_batch(
         shared = memory.scope.value == "shared"
         vector, subject = literal is not None, subject_key(memory.subject)
         kept.append(_Kept(index, ids[len(kept)], owner, shared, subject, vector, values, verdict))
-    records = {}
-    if kept:
-        columns = [list(column) for column in zip(*(k.values for k in kept), strict=True)]
-        for row in conn.execute(_INSERT, columns).fetchall():
-            records[int(row[0])] = memory_from_row(row)
-        if len(kept) >= ANALYZE_SHARE * max(estimated, 1.0):
-            conn.execute("ANALYZE memories")
+    records = {
+        int(row[0]): memory_from_row(row) for row in _write_rows(conn, kept, estimated, hnsw)
+    }
     similar: dict[int, dict[int, Any]] = {}  # author -> id -> record
     for k in kept:
         if k.verdict.similar:
@@ -197,6 +267,59 @@ def insert_batch(
         results[k.index] = Inserted(records[k.id], False, shown)
     link_similar(s, links)
     return [result for result in results if result is not None]
+
+
+def _write_rows(
+    conn: Connection, kept: Sequence[_Kept], estimated: float, index: str | None
+) -> list[TupleRow]:
+    """Insert the kept rows and return them (``MEMORY_COLUMNS``). A batch of ``COPY_ROWS`` or
+    more goes through ``COPY`` into a staging table; one that is ``REBUILD_SHARE`` of the table
+    after it or more drops the HNSW ``index`` (its definition; None: no such index) first and
+    builds it again after the load, in this transaction."""
+    if not kept:
+        return []
+    large = len(kept) >= COPY_ROWS and len(kept) >= REBUILD_SHARE * (estimated + len(kept))
+    rebuild = index if large and _dropped_index(conn) else None
+    if len(kept) >= COPY_ROWS:
+        conn.execute(_STAGING)
+        with conn.cursor().copy(_COPY) as copy:
+            for k in kept:
+                copy.write_row(k.values)
+        rows = conn.execute(_INSERT_STAGED).fetchall()
+        conn.execute("DROP TABLE memories_staging")
+    else:
+        columns = [list(column) for column in zip(*(k.values for k in kept), strict=True)]
+        rows = conn.execute(_INSERT, columns).fetchall()
+    if rebuild is not None:
+        conn.execute(_BUILD_MEMORY)
+        conn.execute(rebuild)
+    if len(kept) >= ANALYZE_SHARE * max(estimated, 1.0):
+        conn.execute("ANALYZE memories")
+    return rows
+
+
+def _dropped_index(conn: Connection) -> bool:
+    """Drop the HNSW index for this transaction, if its lock comes within ``DROP_WAIT``.
+
+    ``DROP INDEX`` holds ACCESS EXCLUSIVE on ``memories`` until the transaction ends: a concurrent
+    reader waits for the commit and then finds every row and the index again; none reads the
+    table without it. While the drop waits for a transaction still reading the table, new
+    readers queue behind it, so it waits a short while only, and under PostgreSQL's deadlock
+    check (1 s): a transaction that wrote ``memories`` and now waits for the insert lock would
+    otherwise deadlock with it. On time out the batch keeps the index up row by row instead."""
+    row = conn.execute(
+        "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)",
+        (DROP_WAIT,),
+    ).fetchone()
+    assert row is not None
+    try:
+        with conn.transaction():  # a savepoint: a drop that timed out is undone alone
+            conn.execute("DROP INDEX memories_embedding")
+        dropped = True
+    except psycopg.errors.LockNotAvailable:
+        dropped = False
+    conn.execute("SELECT set_config('lock_timeout', %s, true)", (row[0],))
+    return dropped
 
 
 def _units(writes: Sequence[MemoryWrite], literals: Sequence[str | None]) -> Similarities:
@@ -245,69 +368,64 @@ def _neighbours_before(
     dedup: DedupRule,
 ) -> dict[int, list[Candidate]]:
     """Write index -> the ``NEIGHBOURS`` closest visible vectors of the write's subject from before
-    the batch at or above the rule's floor: one HNSW statement per write (the subject filtered
-    inside the scan, so other subjects' rows take no place), all sent in one pipeline."""
+    the batch at or above the rule's floor, for the whole batch in at most two statements (one
+    round trip for the counts, one for the lookups): the exact join for the (author, subject)
+    groups of at most ``EXACT_LIMIT`` visible rows, and one HNSW walk a write for the larger."""
     if dedup.floor > 1.0 + 1e-6:
         return {}  # a floor no cosine reaches
     asked = [i for i, literal in enumerate(literals) if literal is not None]
     if not asked:
         return {}
-    row = conn.execute(
-        "SELECT current_setting('hnsw.ef_search'), current_setting('enable_bitmapscan'), "
-        "current_setting('enable_seqscan'), set_config('hnsw.ef_search', %s, true)",
-        (str(DEDUP_EF_SEARCH),),
-    ).fetchone()
-    assert row is not None
-    cursors = {}
-    groups = {(writes[i].memory.agent_id, subject_key(writes[i].memory.subject)) for i in asked}
+    groups = sorted({_group(writes[i]) for i in asked})
+    # The planner prices a cosine distance like an addition, so up to some ten thousand visible
+    # rows it sorts them all exactly rather than walk HNSW (6 ms at 3,000 rows, growing, against
+    # 1.5 ms). An author who sees more than EXACT_LIMIT rows of the subject gets the walk; one
+    # who sees fewer gets the exact sort, always: a walk filtered to a subject of a few rows goes
+    # on to ``max_scan_tuples`` before it gives up, and could spend them on other rows and miss
+    # a duplicate.
+    rows = conn.execute(_VISIBLE, _columns(groups, ("a", "s")) | {"cap": EXACT_LIMIT + 1})
+    walked = {(int(a), str(g)) for a, g, n in rows.fetchall() if n > EXACT_LIMIT}
+    exact = [i for i in asked if _group(writes[i]) not in walked]
+    walks = [i for i in asked if _group(writes[i]) in walked]
+    cursors = []
     with conn.pipeline():
-        for author, subject in sorted(groups):
-            # The planner prices a cosine distance like an addition, so up to some ten thousand
-            # visible rows it sorts them all exactly rather than walk HNSW (6 ms at 3,000 rows,
-            # growing, against 1.5 ms). An author who sees more than EXACT_LIMIT rows of the
-            # subject gets the walk; one who sees fewer gets the exact sort, always: a walk
-            # filtered to a subject of a few rows goes on to ``max_scan_tuples`` before it
-            # gives up, and could spend them on other rows and miss a duplicate.
-            walk = _visible(conn, author, subject) > EXACT_LIMIT
-            conn.execute(
-                "SELECT set_config('enable_bitmapscan', %s, true), "
-                "set_config('enable_seqscan', %s, true)",
-                ("off", "off") if walk else (row[1], row[2]),
+        if exact:
+            cursors.append(
+                conn.execute(
+                    _EXACT,
+                    _batch(writes, literals, exact)
+                    | {"k": NEIGHBOURS, "most": 1.0 - dedup.floor + 1e-6},
+                )
             )
-            for i in asked:
-                memory = writes[i].memory
-                if (memory.agent_id, subject_key(memory.subject)) == (author, subject):
-                    cursors[i] = conn.execute(
-                        _WALK if walk else _EXACT,
-                        {"q": literals[i], "author": author, "subject": subject, "k": NEIGHBOURS},
-                    )
-    found = {}
-    for i, cursor in cursors.items():
-        author = writes[i].memory.agent_id
-        found[i] = [
-            Candidate(int(memory_id), content, 1.0 - float(d), owner == author, shared, stated)
-            for memory_id, content, d, owner, shared, stated in cursor.fetchall()
-            if 1.0 - float(d) >= dedup.floor
-        ]
-    conn.execute(  # back to the session's own settings, for the rest of the transaction
-        "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_bitmapscan', %s, true), "
-        "set_config('enable_seqscan', %s, true)",
-        row[:3],
-    )
+        if walks:  # the walk's settings for this statement only, then the session's own again
+            conn.execute(_WALK_SETTINGS, (str(DEDUP_EF_SEARCH),))
+            cursors.append(conn.execute(_WALK, _batch(writes, literals, walks) | {"k": NEIGHBOURS}))
+            conn.execute(_RESTORE)
+    found: dict[int, list[Candidate]] = {i: [] for i in asked}
+    for cursor in cursors:
+        for index, memory_id, content, d, owner, shared, stated in cursor.fetchall():
+            mine, similarity = owner == writes[index].memory.agent_id, 1.0 - float(d)
+            if similarity >= dedup.floor:
+                found[index].append(
+                    Candidate(int(memory_id), content, similarity, mine, shared, stated)
+                )
     return found
 
 
-def _visible(conn: Connection, author: int, subject: str) -> int:
-    """How many rows of the subject the author sees, counted up to ``EXACT_LIMIT + 1`` (two
-    bounded b-tree counts)."""
-    row = conn.execute(
-        "SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE agent_id = %(a)s "
-        "AND subject_key = %(s)s LIMIT %(cap)s) own) + (SELECT count(*) FROM (SELECT 1 "
-        "FROM memories WHERE scope = 'shared' AND subject_key = %(s)s "
-        "AND agent_id IS DISTINCT FROM %(a)s LIMIT %(cap)s) shared)",
-        {"a": author, "s": subject, "cap": EXACT_LIMIT + 1},
-    ).fetchone()
-    return int(row[0]) if row else 0
+def _group(write: MemoryWrite) -> tuple[int, str]:
+    """The rows a write's neighbour lookup may return: its author's, of its subject."""
+    return write.memory.agent_id, subject_key(write.memory.subject)
+
+
+def _columns(rows: Sequence[tuple[Any, ...]], names: Sequence[str]) -> dict[str, list[Any]]:
+    return {name: [row[n] for row in rows] for n, name in enumerate(names)}
+
+
+def _batch(
+    writes: Sequence[MemoryWrite], literals: Sequence[str | None], chosen: Sequence[int]
+) -> dict[str, list[Any]]:
+    """The writes' lookup parameters, as arrays for ``unnest``."""
+    return _columns([(i, *_group(writes[i]), literals[i]) for i in chosen], ("i", "a", "s", "v"))
 
 
 def _judge(
