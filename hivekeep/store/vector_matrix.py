@@ -57,6 +57,10 @@ def _searchers() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(_CORES, thread_name_prefix="hivekeep-search")
 
 
+if hasattr(os, "register_at_fork"):  # a forked child has none of its parent's threads: new ones
+    os.register_at_fork(after_in_child=_searchers.cache_clear)
+
+
 def _inverse_norms(vectors: npt.NDArray[Any]) -> Floats:
     norms = np.sqrt(np.einsum("...i,...i->...", vectors, vectors))
     with np.errstate(divide="ignore"):
