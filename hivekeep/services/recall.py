@@ -144,13 +144,11 @@ class RecallService:
         feedback = self.store.vectors(agent_id, list(text_hits[:FEEDBACK_DOCS])) if weight else {}
         if not feedback:
             hits = self.store.vector_search(agent_id, query, pool, filters)
-            return [(i, s) for i, s in hits if s >= self._floor()]
-        moved = query + weight * np.mean(np.stack(list(feedback.values())), axis=0)
-        moved /= np.linalg.norm(moved)
-        ids = [i for i, _ in self.store.vector_search(agent_id, moved, pool, filters)]
-        vectors = self.store.vectors(agent_id, ids)
-        similarity = {i: float(np.dot(query, v)) for i, v in vectors.items()}
-        return [(i, similarity[i]) for i in ids if similarity.get(i, -1.0) >= self._floor()]
+        else:
+            moved = query + weight * np.mean(np.stack(list(feedback.values())), axis=0)
+            moved /= np.linalg.norm(moved)
+            hits = self.store.vector_search(agent_id, moved, pool, filters, similar_to=query)
+        return [(i, s) for i, s in hits if s >= self._floor()]
 
     def _floor(self) -> float:
         assert self.defaults.similarity_floor is not None

@@ -420,9 +420,20 @@ class Store(ConversationStore, TokenStore, PendingStore, Protocol):
         ...
 
     def vector_search(
-        self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
+        self,
+        viewer_id: int,
+        vector: Vector,
+        k: int,
+        filters: MemoryFilter,
+        *,
+        similar_to: Vector | None = None,
     ) -> list[tuple[int, float]]:
-        """(memory id, cosine similarity), best first, over the viewer's visible memories."""
+        """(memory id, cosine similarity), best first, over the viewer's visible memories.
+
+        ``similar_to``: the hits are still the nearest to ``vector``, in its order, but each one's
+        similarity is to ``similar_to`` (recall searches with its query moved toward the top text
+        hits, and judges each hit by its closeness to the query as asked): in the same statement
+        on PostgreSQL, rather than a second read of the hits' vectors."""
         ...
 
     def text_search(

@@ -453,6 +453,25 @@ def test_vector_search_reports_cosine_similarity(store: Store, agents: tuple[int
     assert hits[far] == pytest.approx(0.4, abs=1e-5)
 
 
+def test_a_search_reports_similarity_to_another_vector_in_its_own_order(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    """``similar_to``: the hits and their order are the searched vector's, each similarity the
+    other vector's (recall's lexical feedback searches with a moved query)."""
+    alice, _ = agents
+    query = vec("query")
+    asked = vec("asked")
+    near = put(store, alice, "near", with_cosine(query, 0.9, "a"))
+    middle = put(store, alice, "middle", with_cosine(query, 0.7, "b"))
+    put(store, alice, "far", with_cosine(query, 0.1, "c"))
+    plain = store.vector_search(alice, query, 2, NO_FILTER)
+    steered = store.vector_search(alice, query, 2, NO_FILTER, similar_to=asked)
+    assert [i for i, _ in steered] == [i for i, _ in plain] == [near, middle]
+    vectors = store.vectors(alice, [near, middle])
+    for memory_id, similarity in steered:
+        assert similarity == pytest.approx(float(np.dot(asked, vectors[memory_id])), abs=1e-5)
+
+
 def test_own_memories_are_not_starved_by_other_agents_vectors(
     store: Store, agents: tuple[int, int]
 ) -> None:

@@ -87,9 +87,9 @@ def test_lexical_feedback_steers_the_vector_arm(
     searched: list[np.ndarray] = []
     search = hive.store.vector_search
 
-    def spy(viewer_id, vector, k, filters):
+    def spy(viewer_id, vector, k, filters, **options):
         searched.append(np.asarray(vector))
-        return search(viewer_id, vector, k, filters)
+        return search(viewer_id, vector, k, filters, **options)
 
     monkeypatch.setattr(hive.store, "vector_search", spy)
     agent = hive.create_agent("alice")

@@ -267,10 +267,21 @@ class SQLiteStore(
             self._index.update_metadata(record)
 
     def vector_search(
-        self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
+        self,
+        viewer_id: int,
+        vector: Vector,
+        k: int,
+        filters: MemoryFilter,
+        *,
+        similar_to: Vector | None = None,
     ) -> list[tuple[int, float]]:
         with self._lock:
-            return self._index.search(viewer_id, vector, k, filters)
+            hits = self._index.search(viewer_id, vector, k, filters)
+            if similar_to is None or not hits:
+                return hits
+            found = self._index.vectors(viewer_id, [i for i, _ in hits])
+        query = np.asarray(similar_to, dtype=np.float32)
+        return [(i, float(np.dot(query, found[i]))) for i, _ in hits if i in found]
 
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         with self._lock:
