@@ -73,14 +73,16 @@ def tsvector_search(s: Session, q: TextQuery) -> list[int]:
 # A word's lexemes (stemmed as the ``fts`` column is) and, for each, the share of rows holding it
 # in the table's statistics (``pg_stats.most_common_elems`` of ``fts``, kept current by ANALYZE
 # after a bulk insert and by autovacuum) times the rows the planner believes the table holds.
+# The statistics are read once (MATERIALIZED): inlined, the cast of the ~1,000 elements to
+# ``text[]`` ran again for every lexeme (0.14 ms each, 0.56 ms for four words).
 _COMMON = """
+WITH st AS MATERIALIZED (SELECT s.most_common_elems::text::text[] AS elems,
+     s.most_common_elem_freqs AS freqs, greatest(c.reltuples, 0) AS total
+   FROM pg_stats s, pg_class c WHERE c.oid = 'memories'::regclass
+   AND s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'fts')
 SELECT w.word FROM unnest(%(words)s::text[]) AS w(word),
   LATERAL (SELECT array_agg(lexeme) AS lexemes FROM unnest(
-    to_tsvector('hivekeep_fts'::regconfig, hivekeep_fts_text(w.word)))) l,
-  (SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs,
-     greatest(c.reltuples, 0) AS total
-   FROM pg_stats s, pg_class c WHERE c.oid = 'memories'::regclass
-   AND s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'fts') st
+    to_tsvector('hivekeep_fts'::regconfig, hivekeep_fts_text(w.word)))) l, st
 WHERE l.lexemes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM unnest(l.lexemes) AS x(lexeme)
   WHERE coalesce(st.freqs[array_position(st.elems, x.lexeme)] * st.total, 0) <= %(bound)s)
 """
