@@ -167,11 +167,10 @@ class RecallService:
         terms = fts_query.terms(query)
         if not terms:
             return [], 0, []
-        found = self.store.text_search(agent_id, terms, pool, filters)
+        found, some = self.store.text_search_filled(agent_id, terms, pool, filters)
         every_word = len(found)
         untelling: list[int] = []
         if len(found) < pool and len(terms) > 1:
-            some = self.store.text_search(agent_id, terms, pool, filters, any_term=True)
             if len(some) < pool:  # every match is in: a small archive, or rare words
                 telling = self._telling(agent_id, terms, pool, filters)
                 if telling != terms:

@@ -461,6 +461,15 @@ class Store(ConversationStore, TokenStore, PendingStore, Protocol):
         """
         ...
 
+    def text_search_filled(
+        self, viewer_id: int, terms: Sequence[str], k: int, filters: MemoryFilter
+    ) -> tuple[list[int], list[int]]:
+        """Recall's two full-text searches: ``text_search`` of every term, then, when it found
+        fewer than ``k`` and there are several terms, ``text_search(..., any_term=True)`` (else
+        an empty fill). The same results as the two calls; PostgreSQL sends the first search
+        with the common-terms check of the second in one round trip."""
+        ...
+
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         """Stored unit vectors of the visible memories among ``ids`` (pending ones are absent)."""
         ...

@@ -658,6 +658,34 @@ def test_any_term_search_ranks_common_terms_only_with_a_rare_one(
     assert both == [ids["red car parked"]]
 
 
+@pytest.mark.parametrize("common_rows", [2000, 2])
+def test_text_search_filled_is_the_search_then_its_fill(
+    store: Store, agents: tuple[int, int], monkeypatch: pytest.MonkeyPatch, common_rows: int
+) -> None:
+    """Recall's pair of searches in one call: the same lists as the two calls, and no fill when
+    every term found ``k`` rows or there is one term (with common terms too: COMMON_ROWS 2)."""
+    from hivekeep.store.postgres import fulltext as postgres_fulltext
+    from hivekeep.store.sqlite import fulltext as sqlite_fulltext
+
+    alice, _ = agents
+    texts = ["red car parked", "red bike in the shed", "red door", "old car sold", "car wash"]
+    for text in [*texts, "ferry timetable for Lisbon", "red ferry"]:
+        put(store, alice, text)
+    for module in (sqlite_fulltext, postgres_fulltext):
+        monkeypatch.setattr(module, "COMMON_ROWS", common_rows)
+    for terms, k in [
+        (["red", "ferry"], 10),
+        (["red", "car"], 10),
+        (["red", "car"], 1),
+        (["red"], 10),
+        (["ferry", "wash", "nothing"], 3),
+    ]:
+        every = store.text_search(alice, terms, k, NO_FILTER)
+        fill = store.text_search(alice, terms, k, NO_FILTER, any_term=True)
+        wanted = (every, fill if len(every) < k and len(terms) > 1 else [])
+        assert store.text_search_filled(alice, terms, k, NO_FILTER) == wanted, terms
+
+
 def test_text_search_terms_are_never_query_syntax(store: Store, agents: tuple[int, int]) -> None:
     alice, _ = agents
     memory_id = put(store, alice, "Notes about AND, OR and NEAR (the operators)")

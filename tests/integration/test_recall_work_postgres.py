@@ -24,10 +24,13 @@ from hivekeep.store.base import MemoryFilter
 from tests.integration.test_recall_work import POOL, SIZE, built, frequent_queries, rare_queries
 from tests.postgres import hive_target
 
-# One recall: the AND, the common-terms check, the any-term fill, the feedback vectors, the
-# vector search (reporting similarity to the query as asked), the hits, their newer
-# near-twins, the retrieval count. Each is one autocommit statement: no BEGIN or COMMIT.
+# One recall: the AND with the common-terms check (two statements, one round trip), the
+# any-term fill, the feedback vectors, the vector search (reporting similarity to the query as
+# asked), the hits, their newer near-twins, the retrieval count. Each is an autocommit
+# statement: no BEGIN or COMMIT. (Before issue 35's step 5: ten statements and two more round
+# trips for BEGIN and COMMIT.)
 RECALL_STATEMENTS = 8
+RECALL_ROUND_TRIPS = 7
 
 
 @pytest.fixture(scope="module")
@@ -46,36 +49,49 @@ def hives() -> Iterator[dict[int, tuple[Hive, Agent]]]:
 
 
 @contextmanager
-def sent() -> Iterator[list[tuple[Any, Any]]]:
-    """Every statement psycopg sends meanwhile from this thread, as (query, params); a
-    transaction block opened is recorded as ("BEGIN", None). (The event relay's thread sends
-    the build's events meanwhile: not recall's work.)"""
-    seen: list[tuple[Any, Any]] = []
+def sent() -> Iterator[list[tuple[Any, Any, bool]]]:
+    """Every statement psycopg sends meanwhile from this thread, as (query, params, sent with
+    the one before: the later statements of a pipeline); a transaction block opened is
+    recorded as ("BEGIN", None, False). (The event relay's thread sends the build's events
+    meanwhile: not recall's work.)"""
+    seen: list[tuple[Any, Any, bool]] = []
     execute, transaction = psycopg.Cursor.execute, psycopg.Connection.transaction
+    pipeline = psycopg.Connection.pipeline
     caller = threading.get_ident()
+    piped = [0]  # statements sent in the open pipeline
 
     def counted(self: Any, query: Any, params: Any = None, **options: Any) -> Any:
         if threading.get_ident() == caller:
-            seen.append((query, params))
+            seen.append((query, params, piped[0] > 0))
+            piped[0] += 1 if self.connection._pipeline else 0
         return execute(self, query, params, **options)
 
     def opened(self: Any, *args: Any, **options: Any) -> Any:
         if threading.get_ident() == caller:
-            seen.append(("BEGIN", None))
+            seen.append(("BEGIN", None, False))
         return transaction(self, *args, **options)
+
+    @contextmanager
+    def batched(self: Any) -> Iterator[Any]:
+        with pipeline(self) as held:
+            try:
+                yield held
+            finally:
+                piped[0] = 0
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(psycopg.Cursor, "execute", counted)
         patch.setattr(psycopg.Connection, "transaction", opened)
+        patch.setattr(psycopg.Connection, "pipeline", batched)
         yield seen
 
 
-def rows_read(hive: Hive, statements: list[tuple[Any, Any]]) -> int:
+def rows_read(hive: Hive, statements: list[tuple[Any, Any, bool]]) -> int:
     """Rows the SELECTs among ``statements`` read from ``memories``, replayed under EXPLAIN
     ANALYZE: rows each scan of the table returned, plus those its filter removed."""
     total = 0
     with hive.store._connection() as conn:  # type: ignore[attr-defined]
-        for query, params in statements:
+        for query, params, _ in statements:
             text = query if isinstance(query, str) else query.as_string(conn)
             if not text.lstrip().upper().startswith(("SELECT", "WITH")):
                 continue
@@ -95,15 +111,17 @@ def _scanned(node: dict[str, Any]) -> int:
 
 
 @pytest.mark.parametrize("agents", [1, 10])
-def test_a_recall_sends_eight_statements_and_no_transaction(
+def test_a_recall_sends_eight_statements_in_seven_round_trips_and_no_transaction(
     hives: dict[int, tuple[Hive, Agent]], agents: int
 ) -> None:
     _, agent = hives[agents]
     for query in frequent_queries()[:3] + rare_queries()[:3]:
         with sent() as statements:
             agent.recall(query)
-        assert ("BEGIN", None) not in statements, statements
-        assert len(statements) <= RECALL_STATEMENTS, [str(q)[:60] for q, _ in statements]
+        shown = [str(q)[:60] for q, _, _ in statements]
+        assert ("BEGIN", None, False) not in statements, shown
+        assert len(statements) <= RECALL_STATEMENTS, shown
+        assert sum(not piped for _, _, piped in statements) <= RECALL_ROUND_TRIPS, shown
 
 
 @pytest.mark.parametrize("agents", [1, 10])

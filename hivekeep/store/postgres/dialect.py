@@ -15,7 +15,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from hivekeep.errors import StoreError
-from hivekeep.store.postgres.fulltext import tsvector_search
+from hivekeep.store.postgres.fulltext import tsvector_search, tsvector_search_filled
 from hivekeep.store.sql.dialect import Dialect, Session, TextQuery
 
 # A quoted string or a ``::`` cast (kept, % doubled), psycopg's own ``%s`` / ``%(name)s``
@@ -76,6 +76,9 @@ class PostgresDialect(Dialect):
 
     def text_search(self, s: Session, query: TextQuery) -> list[int]:
         return tsvector_search(s, query)
+
+    def text_search_filled(self, s: Session, query: TextQuery) -> tuple[list[int], list[int]]:
+        return tsvector_search_filled(s, query)
 
     def to_json(self, value: Any) -> Any:
         return Jsonb(value)

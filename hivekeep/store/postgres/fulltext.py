@@ -4,6 +4,7 @@ weights for an any-term query). The SQLite store's arm is FTS5 (``sqlite/store.p
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -61,8 +62,30 @@ def tsvector_search(s: Session, q: TextQuery) -> list[int]:
     words = search_terms(q.terms)
     if q.k <= 0 or not words:
         return []
+    return _ranked(s, q, words, common_terms(s, words) if q.any_term and len(words) > 1 else set())
+
+
+def tsvector_search_filled(s: Session, q: TextQuery) -> tuple[list[int], list[int]]:
+    """``Store.text_search_filled``: the search of every term and the common-terms check of the
+    fill sent together (one round trip, ``conn.pipeline()``), then the fill when needed. The
+    check is wasted when every term finds ``k`` rows; recall's queries rarely do."""
+    words = search_terms(q.terms)
+    if q.k <= 0 or not words:
+        return [], []
     where, params = filter_sql(s.dialect, q.viewer_id, q.filters)
-    common = common_terms(s, words) if q.any_term and len(words) > 1 else set()
+    statement, params = ranked_search(words, where, params, int(q.k), False)
+    with s.dialect.refused_values(), s.conn.pipeline():
+        every = s.conn.execute(statement, params, prepare=False)
+        common = _common_cursor(s, words) if len(words) > 1 else None
+    found = [int(row[0]) for row in every.fetchall()]
+    if len(found) >= q.k or len(q.terms) < 2:
+        return found, []
+    fill = dataclasses.replace(q, any_term=True)
+    return found, _ranked(s, fill, words, set() if common is None else _verdict(common))
+
+
+def _ranked(s: Session, q: TextQuery, words: list[str], common: set[str]) -> list[int]:
+    where, params = filter_sql(s.dialect, q.viewer_id, q.filters)
     any_term = bool(q.any_term and len(common) < len(words))  # no rare term: every term required
     statement, params = ranked_search(words, where, params, int(q.k), any_term, common)
     with s.dialect.refused_values():
@@ -94,10 +117,18 @@ def common_terms(s: Session, words: Sequence[str]) -> set[str]:
     reading ``pg_stats`` (about 0.2 ms), and the ids issued with it. Counting a frequent word's
     matches instead (``OFFSET 2000`` on the GIN index) read 2,000 heap rows a word: 44 -> 88 ms
     for a frequent-word recall at 20k. None in a hive that issued at most ``COMMON_ROWS`` ids."""
-    row = s.conn.execute(
+    return _verdict(_common_cursor(s, words))
+
+
+def _common_cursor(s: Session, words: Sequence[str]) -> Any:
+    return s.conn.execute(
         f"SELECT CASE WHEN ({_ISSUED}) > %(bound)s THEN array(SELECT word FROM ({_COMMON}) c) END",
         {"words": list(words), "bound": COMMON_ROWS},
-    ).fetchone()
+    )
+
+
+def _verdict(cursor: Any) -> set[str]:
+    row = cursor.fetchone()
     return set() if row is None or row[0] is None else {str(word) for word in row[0]}
 
 

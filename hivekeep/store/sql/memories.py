@@ -353,6 +353,12 @@ class MemoryRows(SqlRows):
         with self._reading() as s:
             return s.dialect.text_search(s, TextQuery(viewer_id, terms, k, filters, any_term))
 
+    def text_search_filled(
+        self, viewer_id: int, terms: Sequence[str], k: int, filters: MemoryFilter
+    ) -> tuple[list[int], list[int]]:
+        with self._reading() as s:
+            return s.dialect.text_search_filled(s, TextQuery(viewer_id, terms, k, filters, False))
+
     def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
         with self._reading() as s:
             rows = s.rows(
