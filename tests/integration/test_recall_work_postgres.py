@@ -1,12 +1,13 @@
 """Recall's work on PostgreSQL at a fixed size, counted, so that more round trips or a full-text
 arm that reads the whole hive again fail a test on a busy machine too (issue 35, step 5).
 
-Two counts, both independent of the machine's load: the statements one recall sends (each is a
-round trip; explicit transactions would add BEGIN and COMMIT), and the rows the full-text arm's
-statements read from ``memories`` (``EXPLAIN (ANALYZE)`` of each, replayed as sent). The any-term
-fill once chose a sequential scan when its matches were a large share of the hive and tested
-every row (20,000 rows at 20k for four frequent words: 24 ms); it now reads only its matches
-through the GIN index. The hives hold 2,000 memories, held by one agent and by ten.
+Two counts, both independent of the machine's load: the statements and round trips one recall
+sends (a pipeline sends several in one; explicit transactions would add BEGIN and COMMIT), and
+the rows the full-text arm's statements read from ``memories`` (``EXPLAIN (ANALYZE)`` of each,
+replayed as sent). The any-term fill once chose a sequential scan when its matches were a large
+share of the hive and tested every row (20,000 rows at 20k for four frequent words: 24 ms); it
+now reads only its matches through the GIN index. The hives hold 2,000 memories, held by one
+agent and by ten.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import psycopg
 import pytest
 
 from hivekeep import Agent, Hive
+from hivekeep.providers.embeddings.local import LocalEmbedder
 from hivekeep.store.base import MemoryFilter
 from tests.integration.test_recall_work import POOL, SIZE, built, frequent_queries, rare_queries
 from tests.postgres import hive_target
@@ -38,9 +40,11 @@ def hives() -> Iterator[dict[int, tuple[Hive, Agent]]]:
     """The same 2,000 memories held by one agent, and by ten agents (a tenth each)."""
     with hive_target("postgres") as one, hive_target("postgres") as ten:
         found = {1: built(one, 1), 10: built(ten, 10)}  # type: ignore[arg-type]
-        for opened, _ in found.values():  # statistics current, as after a bulk insert
+        for opened, _ in found.values():
             with opened.store._connection() as conn:  # type: ignore[attr-defined]
-                conn.execute("ANALYZE memories")
+                conn.execute("ANALYZE memories")  # statistics current, as after a bulk insert
+            # recall as with the bundled model: lexical feedback on (the test embedder's is off)
+            opened._services.recall.defaults = LocalEmbedder.recall_defaults
         try:
             yield found
         finally:
