@@ -25,7 +25,6 @@ from hivekeep.errors import ProviderError
 from hivekeep.metrics import RECALL_SECONDS, timed
 from hivekeep.providers.base import RecallDefaults
 from hivekeep.services.embedding import EmbeddingService, FloatArray
-from hivekeep.services.newer import with_newer
 from hivekeep.store.base import MemoryFilter, MemoryRecord, Store
 
 log = logging.getLogger(__name__)
@@ -233,8 +232,8 @@ class RecallService:
         not inflate how often the agent itself recalled a memory."""
         pool = POOL_FACTOR * limit
         arms, warning = self.arms(agent_id, query, pool, filters)
-        candidates = self.store.fetch_memories(
-            agent_id, list({*[i for i, _ in arms.vector], *arms.text, *arms.faint})
+        candidates = self.store.fetch_memories(  # with each one's newer twin: shown as it is
+            agent_id, list({*[i for i, _ in arms.vector], *arms.text, *arms.faint}), newer=True
         )
         assert self.defaults.rrf_k is not None and self.defaults.fts_weight is not None
         lists = [
@@ -251,10 +250,9 @@ class RecallService:
                 fused = fuse([*lists, *extra], k=self.defaults.rrf_k, recency=recency)
         similarity = dict(arms.vector)
         ranked = [(candidates[i], score) for i, score in fused if i in candidates][:limit]
-        shown = with_newer(self.store, agent_id, [memory for memory, _ in ranked])
         hits = [
             RecallHit(memory, score, similarity.get(memory.id), _found_by(memory.id, arms))
-            for memory, (_, score) in zip(shown, ranked, strict=True)
+            for memory, score in ranked
         ]
         if count:
             self.store.mark_retrieved([hit.memory.id for hit in hits])

@@ -474,8 +474,12 @@ class Store(ConversationStore, TokenStore, PendingStore, Protocol):
         """Stored unit vectors of the visible memories among ``ids`` (pending ones are absent)."""
         ...
 
-    def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
-        """The visible memories among ``ids`` (invisible or missing ids are left out)."""
+    def fetch_memories(
+        self, viewer_id: int, ids: Sequence[int], *, newer: bool = False
+    ) -> dict[int, MemoryRecord]:
+        """The visible memories among ``ids`` (invisible or missing ids are left out); with
+        ``newer``, each one's ``newer`` set as ``newer_memories`` finds it (recall's hits:
+        PostgreSQL sends both reads in one round trip)."""
         ...
 
     def list_memories(

@@ -28,11 +28,11 @@ from tests.postgres import hive_target
 
 # One recall: the AND with the common-terms check (two statements, one round trip), the
 # any-term fill, the feedback vectors, the vector search (reporting similarity to the query as
-# asked), the hits, their newer near-twins, the retrieval count. Each is an autocommit
-# statement: no BEGIN or COMMIT. (Before issue 35's step 5: ten statements and two more round
-# trips for BEGIN and COMMIT.)
+# asked), the hits with their newer near-twins (two statements, one round trip), the retrieval
+# count. Each is an autocommit statement: no BEGIN or COMMIT. (Before issue 35's step 5: ten
+# statements in ten round trips, and two more for BEGIN and COMMIT.)
 RECALL_STATEMENTS = 8
-RECALL_ROUND_TRIPS = 7
+RECALL_ROUND_TRIPS = 6
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,7 @@ def _scanned(node: dict[str, Any]) -> int:
 
 
 @pytest.mark.parametrize("agents", [1, 10])
-def test_a_recall_sends_eight_statements_in_seven_round_trips_and_no_transaction(
+def test_a_recall_sends_eight_statements_in_six_round_trips_and_no_transaction(
     hives: dict[int, tuple[Hive, Agent]], agents: int
 ) -> None:
     _, agent = hives[agents]

@@ -80,6 +80,13 @@ class PostgresDialect(Dialect):
     def text_search_filled(self, s: Session, query: TextQuery) -> tuple[list[int], list[int]]:
         return tsvector_search_filled(s, query)
 
+    def rows_together(
+        self, s: Session, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[Any]]:
+        with s.conn.pipeline():
+            cursors = [s.execute(sql, params) for sql, params in statements]
+        return [list(cursor.fetchall()) for cursor in cursors]
+
     def to_json(self, value: Any) -> Any:
         return Jsonb(value)
 

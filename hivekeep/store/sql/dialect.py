@@ -59,6 +59,13 @@ class Dialect:
         """The full-text arm (FTS5 against ``tsvector``): memory ids, best first."""
         raise NotImplementedError
 
+    def rows_together(
+        self, s: Session, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[Any]]:
+        """The rows of each statement. Here one after the other; PostgreSQL sends them in one
+        round trip (a pipeline)."""
+        return [s.rows(sql, params) for sql, params in statements]
+
     def text_search_filled(self, s: Session, query: TextQuery) -> tuple[list[int], list[int]]:
         """``Store.text_search_filled``: the search of every term, then the any-term fill when
         it found fewer than ``k`` of several terms (else none). Here two searches, one after
