@@ -15,8 +15,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from hivekeep.core import fts_query
 from hivekeep.core.fusion import Ranked, fuse
 from hivekeep.core.subjects import about_named
@@ -140,13 +138,10 @@ class RecallService:
         each hit with the query as asked, so it stays a spam filter.
         """
         weight = self.defaults.feedback_weight or 0.0
-        feedback = self.store.vectors(agent_id, list(text_hits[:FEEDBACK_DOCS])) if weight else {}
-        if not feedback:
-            hits = self.store.vector_search(agent_id, query, pool, filters)
-        else:
-            moved = query + weight * np.mean(np.stack(list(feedback.values())), axis=0)
-            moved /= np.linalg.norm(moved)
-            hits = self.store.vector_search(agent_id, moved, pool, filters, similar_to=query)
+        toward = list(text_hits[:FEEDBACK_DOCS]) if weight else []
+        hits = self.store.vector_search(
+            agent_id, query, pool, filters, toward=toward, weight=weight
+        )
         return [(i, s) for i, s in hits if s >= self._floor()]
 
     def _floor(self) -> float:

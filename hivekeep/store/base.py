@@ -426,14 +426,17 @@ class Store(ConversationStore, TokenStore, PendingStore, Protocol):
         k: int,
         filters: MemoryFilter,
         *,
-        similar_to: Vector | None = None,
+        toward: Sequence[int] = (),
+        weight: float = 0.0,
     ) -> list[tuple[int, float]]:
-        """(memory id, cosine similarity), best first, over the viewer's visible memories.
+        """(memory id, cosine similarity to ``vector``), best first, over the viewer's visible
+        memories.
 
-        ``similar_to``: the hits are still the nearest to ``vector``, in its order, but each one's
-        similarity is to ``similar_to`` (recall searches with its query moved toward the top text
-        hits, and judges each hit by its closeness to the query as asked): in the same statement
-        on PostgreSQL, rather than a second read of the hits' vectors."""
+        Lexical feedback (Rocchio): with ``toward`` and a ``weight``, the search runs with
+        ``vector`` moved by ``weight`` times the mean of the visible vectors among ``toward``,
+        renormalised; the hits are the moved vector's nearest, in its order, and each one's
+        similarity is still to ``vector`` as asked. None visible among them: a plain search.
+        PostgreSQL moves it inside the search's own statement (one round trip)."""
         ...
 
     def text_search(

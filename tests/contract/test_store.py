@@ -453,23 +453,32 @@ def test_vector_search_reports_cosine_similarity(store: Store, agents: tuple[int
     assert hits[far] == pytest.approx(0.4, abs=1e-5)
 
 
-def test_a_search_reports_similarity_to_another_vector_in_its_own_order(
+def test_a_search_moved_toward_some_memories_reports_similarity_to_the_query(
     store: Store, agents: tuple[int, int]
 ) -> None:
-    """``similar_to``: the hits and their order are the searched vector's, each similarity the
-    other vector's (recall's lexical feedback searches with a moved query)."""
-    alice, _ = agents
+    """Lexical feedback (Rocchio): the hits and their order are those of the query moved toward
+    the mean of the ``toward`` memories' vectors, each similarity the query's own; invisible or
+    missing ids among them move nothing."""
+    alice, bob = agents
     query = vec("query")
-    asked = vec("asked")
     near = put(store, alice, "near", with_cosine(query, 0.9, "a"))
     middle = put(store, alice, "middle", with_cosine(query, 0.7, "b"))
-    put(store, alice, "far", with_cosine(query, 0.1, "c"))
-    plain = store.vector_search(alice, query, 2, NO_FILTER)
-    steered = store.vector_search(alice, query, 2, NO_FILTER, similar_to=asked)
-    assert [i for i, _ in steered] == [i for i, _ in plain] == [near, middle]
-    vectors = store.vectors(alice, [near, middle])
+    far = put(store, alice, "far", with_cosine(query, 0.1, "c"))
+    hidden = put(store, bob, "hidden", vec("hidden"))
+    vectors = store.vectors(alice, [near, middle, far])
+    moved = query + 2.0 * vectors[far]
+    moved /= np.linalg.norm(moved)
+    steered = store.vector_search(alice, query, 2, NO_FILTER, toward=[far, 999], weight=2.0)
+    assert [i for i, _ in steered] == [
+        i for i, _ in store.vector_search(alice, moved, 2, NO_FILTER)
+    ]
+    assert far in [i for i, _ in steered]  # moved toward it: it came up
     for memory_id, similarity in steered:
-        assert similarity == pytest.approx(float(np.dot(asked, vectors[memory_id])), abs=1e-5)
+        assert similarity == pytest.approx(float(np.dot(query, vectors[memory_id])), abs=1e-5)
+    plain = store.vector_search(alice, query, 2, NO_FILTER)
+    assert [i for i, _ in plain] == [near, middle]
+    assert store.vector_search(alice, query, 2, NO_FILTER, toward=[hidden], weight=2.0) == plain
+    assert store.vector_search(alice, query, 2, NO_FILTER, toward=[far], weight=0.0) == plain
 
 
 def test_own_memories_are_not_starved_by_other_agents_vectors(

@@ -275,27 +275,36 @@ class PostgresStore(
         k: int,
         filters: MemoryFilter,
         *,
-        similar_to: Vector | None = None,
+        toward: Sequence[int] = (),
+        weight: float = 0.0,
     ) -> list[tuple[int, float]]:
         if k < 1:
             return []
+        query = QueryVector.of(vector)
         where, params = filter_sql(POSTGRES, viewer_id, filters)
-        params |= {"query": QueryVector.of(vector), "k": k}
-        also = ""
-        if similar_to is not None:
-            params["like"] = QueryVector.of(similar_to)
-            also = ", m.embedding <=> %(like)b"
-        # ``embedding <=> q`` alone in ORDER BY, so the HNSW index can serve it; equal distances
-        # are then ordered by id here, as the SQLite backend orders them. One statement: a vector
-        # of another dimension than the column's is refused by pgvector (StoreError).
+        params |= {"query": query, "k": k}
+        searched = "%(query)b"
+        if weight and toward:  # the moved vector: the query itself when none of them is visible
+            params |= {"toward": list(toward), "weight": QueryVector.filled(weight, query)}
+            searched = (
+                "(SELECT coalesce(l2_normalize(%(query)b + avg(f.embedding) * %(weight)b), "
+                "%(query)b) FROM memories f WHERE f.id = ANY(%(toward)s) "
+                "AND (f.agent_id = %(viewer)s OR f.scope = 'shared') AND f.embedding IS NOT NULL)"
+            )
+        # ``embedding <=> q`` alone in ORDER BY, so the HNSW index can serve it (a subquery is
+        # a value computed once, which the index takes as well); equal distances are then
+        # ordered by id here, as the SQLite backend orders them. One statement: a vector of
+        # another dimension than the column's is refused by pgvector (StoreError).
         rows = self._read(
-            f"SELECT m.id, m.embedding <=> %(query)b AS distance{also} FROM memories m "
+            f"WITH s AS MATERIALIZED (SELECT {searched} AS v) "
+            "SELECT m.id, m.embedding <=> (SELECT v FROM s) AS distance, "
+            "m.embedding <=> %(query)b AS asked FROM memories m "
             f"WHERE m.embedding IS NOT NULL AND {where} "
-            "ORDER BY m.embedding <=> %(query)b LIMIT %(k)s",
+            "ORDER BY m.embedding <=> (SELECT v FROM s) LIMIT %(k)s",
             params,
         )
-        hits = sorted((float(row[1]), int(row[0]), float(row[-1])) for row in rows)
-        return [(memory_id, 1.0 - distance) for _, memory_id, distance in hits]
+        hits = sorted((float(distance), int(i), float(asked)) for i, distance, asked in rows)
+        return [(memory_id, 1.0 - asked) for _, memory_id, asked in hits]
 
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         if not ids:

@@ -50,6 +50,13 @@ class QueryVector(bytes):
         values = _checked(vector)
         return cls(struct.pack(">HH", values.size, 0) + values.astype(">f4").tobytes())
 
+    @classmethod
+    def filled(cls, value: float, like: QueryVector) -> QueryVector:
+        """A vector of ``like``'s dimension, every element ``value`` (pgvector multiplies two
+        vectors element by element, not a vector by a number)."""
+        dimension = struct.unpack(">H", like[:2])[0]
+        return cls.of(np.full(dimension, value, dtype=np.float32))
+
 
 @functools.lru_cache(maxsize=8)
 def _dumper(oid: int) -> type[Dumper]:

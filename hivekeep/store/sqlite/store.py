@@ -273,15 +273,20 @@ class SQLiteStore(
         k: int,
         filters: MemoryFilter,
         *,
-        similar_to: Vector | None = None,
+        toward: Sequence[int] = (),
+        weight: float = 0.0,
     ) -> list[tuple[int, float]]:
+        feedback = self.vectors(viewer_id, list(toward)) if weight and toward else {}
+        if not feedback:
+            with self._lock:
+                return self._index.search(viewer_id, vector, k, filters)
+        query = np.asarray(vector, dtype=np.float32)
+        moved = query + weight * np.mean(np.stack(list(feedback.values())), axis=0)
+        moved /= np.linalg.norm(moved)
         with self._lock:
-            hits = self._index.search(viewer_id, vector, k, filters)
-            if similar_to is None or not hits:
-                return hits
-            found = self._index.vectors(viewer_id, [i for i, _ in hits])
-        query = np.asarray(similar_to, dtype=np.float32)
-        return [(i, float(np.dot(query, found[i]))) for i, _ in hits if i in found]
+            ids = [i for i, _ in self._index.search(viewer_id, moved, k, filters)]
+            found = self._index.vectors(viewer_id, ids)
+        return [(i, float(np.dot(query, found[i]))) for i in ids if i in found]
 
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         with self._lock:
