@@ -460,7 +460,8 @@ class Store(ConversationStore, TokenStore, PendingStore, Protocol):
         large share of the hive may count as *common* (Lucene's common terms). A common word is
         matched whole rather than as a prefix, and with ``any_term`` it only adds to the score of
         rows that hold a rarer term of the query (a query of common words only needs them all).
-        SQLite applies this above 2,000 rows a word; PostgreSQL does not (docs/storage.md).
+        Both apply this above 2,000 rows a word (PostgreSQL by its table statistics:
+        docs/storage.md).
         """
         ...
 

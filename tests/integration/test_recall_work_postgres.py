@@ -152,3 +152,18 @@ def test_the_any_term_fill_reads_only_its_matches(
         read = rows_read(opened, statements)
         # the AND reads the rows holding all four words (a handful), the fill its matches
         assert read <= matches * 1.1 + POOL, (read, matches)
+
+
+def test_the_full_text_index_keeps_its_pending_list_short(
+    hives: dict[int, tuple[Hive, Agent]],
+) -> None:
+    """Every full-text search reads GIN's pending list through (PostgreSQL migration 10): after
+    building 2,000 memories it holds at most 128 kB (16 pages), not up to the default 4 MB."""
+    for opened, _ in hives.values():
+        with opened.store._connection() as conn:  # type: ignore[attr-defined]
+            [(options,)] = conn.execute(
+                "SELECT reloptions FROM pg_class WHERE oid = 'memories_fts'::regclass"
+            ).fetchall()
+            [(pending,)] = conn.execute("SELECT gin_clean_pending_list('memories_fts')").fetchall()
+        assert "gin_pending_list_limit=128" in options
+        assert pending <= 16, pending
