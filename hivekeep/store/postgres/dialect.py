@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -80,12 +80,8 @@ class PostgresDialect(Dialect):
     def text_search_filled(self, s: Session, query: TextQuery) -> tuple[list[int], list[int]]:
         return tsvector_search_filled(s, query)
 
-    def rows_together(
-        self, s: Session, statements: Sequence[tuple[str, Sequence[Any]]]
-    ) -> list[list[Any]]:
-        with s.conn.pipeline():
-            cursors = [s.execute(sql, params) for sql, params in statements]
-        return [list(cursor.fetchall()) for cursor in cursors]
+    def together(self, conn: Any) -> AbstractContextManager[Any]:
+        return conn.pipeline()  # type: ignore[no-any-return]
 
     def to_json(self, value: Any) -> Any:
         return Jsonb(value)

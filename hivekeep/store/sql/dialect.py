@@ -9,6 +9,7 @@ hivekeep does not use SQLAlchemy itself.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -59,12 +60,10 @@ class Dialect:
         """The full-text arm (FTS5 against ``tsvector``): memory ids, best first."""
         raise NotImplementedError
 
-    def rows_together(
-        self, s: Session, statements: Sequence[tuple[str, Sequence[Any]]]
-    ) -> list[list[Any]]:
-        """The rows of each statement. Here one after the other; PostgreSQL sends them in one
-        round trip (a pipeline)."""
-        return [s.rows(sql, params) for sql, params in statements]
+    def together(self, conn: Any) -> AbstractContextManager[Any]:
+        """Statements executed inside go to the engine together, their rows read after: here
+        one after the other; PostgreSQL sends them in one round trip (a pipeline)."""
+        return contextlib.nullcontext()
 
     def text_search_filled(self, s: Session, query: TextQuery) -> tuple[list[int], list[int]]:
         """``Store.text_search_filled``: the search of every term, then the any-term fill when

@@ -94,7 +94,8 @@ def owned(s: Session, memory_id: int, owner_id: int) -> MemoryRecord:
 def fetch(s: Session, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
     if not ids:
         return {}
-    return _records(s.rows(*_fetch_statement(s, viewer_id, ids)))
+    statement, params = _fetch_statement(s, viewer_id, ids)
+    return _records(s.rows(statement, params))
 
 
 def _fetch_statement(s: Session, viewer_id: int, ids: Sequence[int]) -> tuple[str, list[Any]]:
@@ -112,16 +113,18 @@ def _records(rows: Sequence[Any]) -> dict[int, MemoryRecord]:
 
 def fetch_with_newer(s: Session, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
     """``fetch`` with each record's ``newer`` set (``services/newer.py``): both statements sent
-    together where the driver can (``Dialect.rows_together``)."""
+    together where the driver can (``Dialect.together``)."""
     if not ids:
         return {}
-    fetched, linked = s.dialect.rows_together(
-        s, [_fetch_statement(s, viewer_id, ids), _newer_statement(s, viewer_id, ids)]
-    )
-    later = _newest(linked)
+    fetching, fetch_params = _fetch_statement(s, viewer_id, ids)
+    linking, link_params = _newer_statement(s, viewer_id, ids)
+    with s.dialect.together(s.conn):
+        fetched = s.execute(fetching, fetch_params)
+        linked = s.execute(linking, link_params)
+    later = _newest(linked.fetchall())
     return {
         i: dataclasses.replace(m, newer=later[i]) if i in later else m
-        for i, m in _records(fetched).items()
+        for i, m in _records(fetched.fetchall()).items()
     }
 
 
@@ -202,7 +205,8 @@ def newer(s: Session, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRec
     """``Store.newer_memories``: one query over the links of every id."""
     if not ids:
         return {}
-    return _newest(s.rows(*_newer_statement(s, viewer_id, ids)))
+    statement, params = _newer_statement(s, viewer_id, ids)
+    return _newest(s.rows(statement, params))
 
 
 def _newer_statement(s: Session, viewer_id: int, ids: Sequence[int]) -> tuple[str, list[Any]]:
