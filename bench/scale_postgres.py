@@ -76,7 +76,10 @@ def explain(url: str, statements: list[tuple[Any, Any]], out: list[str]) -> None
     """Replay the statements in one transaction, SELECTs under EXPLAIN (ANALYZE, BUFFERS)."""
     import psycopg
 
+    from hivekeep.store.postgres.vectors import send_vectors_binary
+
     with psycopg.connect(url) as conn, conn.transaction():
+        send_vectors_binary(conn)  # query vectors go in pgvector's binary form, as the store sends
         for query, params in statements:
             text = query if isinstance(query, str) else query.as_string(conn)
             if not text.lstrip().upper().startswith(("SELECT", "WITH")):

@@ -15,8 +15,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from hivekeep.core import fts_query
 from hivekeep.core.fusion import Ranked, fuse
 from hivekeep.core.subjects import about_named
@@ -25,7 +23,6 @@ from hivekeep.errors import ProviderError
 from hivekeep.metrics import RECALL_SECONDS, timed
 from hivekeep.providers.base import RecallDefaults
 from hivekeep.services.embedding import EmbeddingService, FloatArray
-from hivekeep.services.newer import with_newer
 from hivekeep.store.base import MemoryFilter, MemoryRecord, Store
 
 log = logging.getLogger(__name__)
@@ -141,16 +138,11 @@ class RecallService:
         each hit with the query as asked, so it stays a spam filter.
         """
         weight = self.defaults.feedback_weight or 0.0
-        feedback = self.store.vectors(agent_id, list(text_hits[:FEEDBACK_DOCS])) if weight else {}
-        if not feedback:
-            hits = self.store.vector_search(agent_id, query, pool, filters)
-            return [(i, s) for i, s in hits if s >= self._floor()]
-        moved = query + weight * np.mean(np.stack(list(feedback.values())), axis=0)
-        moved /= np.linalg.norm(moved)
-        ids = [i for i, _ in self.store.vector_search(agent_id, moved, pool, filters)]
-        vectors = self.store.vectors(agent_id, ids)
-        similarity = {i: float(np.dot(query, v)) for i, v in vectors.items()}
-        return [(i, similarity[i]) for i in ids if similarity.get(i, -1.0) >= self._floor()]
+        toward = list(text_hits[:FEEDBACK_DOCS]) if weight else []
+        hits = self.store.vector_search(
+            agent_id, query, pool, filters, toward=toward, weight=weight
+        )
+        return [(i, s) for i, s in hits if s >= self._floor()]
 
     def _floor(self) -> float:
         assert self.defaults.similarity_floor is not None
@@ -169,11 +161,10 @@ class RecallService:
         terms = fts_query.terms(query)
         if not terms:
             return [], 0, []
-        found = self.store.text_search(agent_id, terms, pool, filters)
+        found, some = self.store.text_search_filled(agent_id, terms, pool, filters)
         every_word = len(found)
         untelling: list[int] = []
         if len(found) < pool and len(terms) > 1:
-            some = self.store.text_search(agent_id, terms, pool, filters, any_term=True)
             if len(some) < pool:  # every match is in: a small archive, or rare words
                 telling = self._telling(agent_id, terms, pool, filters)
                 if telling != terms:
@@ -236,8 +227,8 @@ class RecallService:
         not inflate how often the agent itself recalled a memory."""
         pool = POOL_FACTOR * limit
         arms, warning = self.arms(agent_id, query, pool, filters)
-        candidates = self.store.fetch_memories(
-            agent_id, list({*[i for i, _ in arms.vector], *arms.text, *arms.faint})
+        candidates = self.store.fetch_memories(  # with each one's newer twin: shown as it is
+            agent_id, list({*[i for i, _ in arms.vector], *arms.text, *arms.faint}), newer=True
         )
         assert self.defaults.rrf_k is not None and self.defaults.fts_weight is not None
         lists = [
@@ -254,10 +245,9 @@ class RecallService:
                 fused = fuse([*lists, *extra], k=self.defaults.rrf_k, recency=recency)
         similarity = dict(arms.vector)
         ranked = [(candidates[i], score) for i, score in fused if i in candidates][:limit]
-        shown = with_newer(self.store, agent_id, [memory for memory, _ in ranked])
         hits = [
             RecallHit(memory, score, similarity.get(memory.id), _found_by(memory.id, arms))
-            for memory, (_, score) in zip(shown, ranked, strict=True)
+            for memory, score in ranked
         ]
         if count:
             self.store.mark_retrieved([hit.memory.id for hit in hits])

@@ -420,9 +420,23 @@ class Store(ConversationStore, TokenStore, PendingStore, Protocol):
         ...
 
     def vector_search(
-        self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
+        self,
+        viewer_id: int,
+        vector: Vector,
+        k: int,
+        filters: MemoryFilter,
+        *,
+        toward: Sequence[int] = (),
+        weight: float = 0.0,
     ) -> list[tuple[int, float]]:
-        """(memory id, cosine similarity), best first, over the viewer's visible memories."""
+        """(memory id, cosine similarity to ``vector``), best first, over the viewer's visible
+        memories.
+
+        Lexical feedback (Rocchio): with ``toward`` and a ``weight``, the search runs with
+        ``vector`` moved by ``weight`` times the mean of the visible vectors among ``toward``,
+        renormalised; the hits are the moved vector's nearest, in its order, and each one's
+        similarity is still to ``vector`` as asked. None visible among them: a plain search.
+        PostgreSQL moves it inside the search's own statement (one round trip)."""
         ...
 
     def text_search(
@@ -446,16 +460,30 @@ class Store(ConversationStore, TokenStore, PendingStore, Protocol):
         large share of the hive may count as *common* (Lucene's common terms). A common word is
         matched whole rather than as a prefix, and with ``any_term`` it only adds to the score of
         rows that hold a rarer term of the query (a query of common words only needs them all).
-        SQLite applies this above 2,000 rows a word; PostgreSQL does not (docs/storage.md).
+        Both apply this above 2,000 rows a word (PostgreSQL by its table statistics:
+        docs/storage.md).
         """
+        ...
+
+    def text_search_filled(
+        self, viewer_id: int, terms: Sequence[str], k: int, filters: MemoryFilter
+    ) -> tuple[list[int], list[int]]:
+        """Recall's two full-text searches: ``text_search`` of every term, then, when it found
+        fewer than ``k`` and there are several terms, ``text_search(..., any_term=True)`` (else
+        an empty fill). The same results as the two calls; PostgreSQL sends the first search
+        with the common-terms check of the second in one round trip."""
         ...
 
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         """Stored unit vectors of the visible memories among ``ids`` (pending ones are absent)."""
         ...
 
-    def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
-        """The visible memories among ``ids`` (invisible or missing ids are left out)."""
+    def fetch_memories(
+        self, viewer_id: int, ids: Sequence[int], *, newer: bool = False
+    ) -> dict[int, MemoryRecord]:
+        """The visible memories among ``ids`` (invisible or missing ids are left out); with
+        ``newer``, each one's ``newer`` set as ``newer_memories`` finds it (recall's hits:
+        PostgreSQL sends both reads in one round trip)."""
         ...
 
     def list_memories(

@@ -5,6 +5,7 @@ to the older memories it listed as similar."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -301,6 +302,26 @@ def test_a_stored_write_points_the_older_ones_at_it(store: Store, agents: tuple[
     }
     assert store.newer_memories(alice, [old]) == {}  # bob's newer memory is private
     assert store.newer_memories(bob, []) == {}
+
+
+def test_fetched_memories_carry_their_newer_twin_when_asked(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    """``fetch_memories(..., newer=True)``: each record as ``newer_memories`` completes it."""
+    alice, bob = agents
+    base = vec("standup")
+    old = put(store, alice, "Team standup is at 10am", base, scope=Scope.SHARED)
+    [new] = _insert(store, _write(bob, "Team standup is at 11am", with_cosine(base, 0.99, "n")))
+    other = put(store, alice, "Lunch is at noon", vec("lunch"))
+    ids = [old, new.memory.id, other]
+    for viewer in (alice, bob):
+        plain = store.fetch_memories(viewer, ids)
+        later = store.newer_memories(viewer, ids)
+        wanted = {i: dataclasses.replace(m, newer=later.get(i)) for i, m in plain.items()}
+        assert store.fetch_memories(viewer, ids, newer=True) == wanted
+    assert store.fetch_memories(bob, [old], newer=True)[old].newer.id == new.memory.id  # type: ignore[union-attr]
+    assert store.fetch_memories(alice, [old], newer=True)[old].newer is None  # bob's is private
+    assert store.fetch_memories(alice, [], newer=True) == {}
 
 
 def test_the_newest_visible_twin_is_the_one_shown(store: Store, agents: tuple[int, int]) -> None:

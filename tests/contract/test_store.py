@@ -453,6 +453,34 @@ def test_vector_search_reports_cosine_similarity(store: Store, agents: tuple[int
     assert hits[far] == pytest.approx(0.4, abs=1e-5)
 
 
+def test_a_search_moved_toward_some_memories_reports_similarity_to_the_query(
+    store: Store, agents: tuple[int, int]
+) -> None:
+    """Lexical feedback (Rocchio): the hits and their order are those of the query moved toward
+    the mean of the ``toward`` memories' vectors, each similarity the query's own; invisible or
+    missing ids among them move nothing."""
+    alice, bob = agents
+    query = vec("query")
+    near = put(store, alice, "near", with_cosine(query, 0.9, "a"))
+    middle = put(store, alice, "middle", with_cosine(query, 0.7, "b"))
+    far = put(store, alice, "far", with_cosine(query, 0.1, "c"))
+    hidden = put(store, bob, "hidden", vec("hidden"))
+    vectors = store.vectors(alice, [near, middle, far])
+    moved = query + 2.0 * vectors[far]
+    moved /= np.linalg.norm(moved)
+    steered = store.vector_search(alice, query, 2, NO_FILTER, toward=[far, 999], weight=2.0)
+    assert [i for i, _ in steered] == [
+        i for i, _ in store.vector_search(alice, moved, 2, NO_FILTER)
+    ]
+    assert far in [i for i, _ in steered]  # moved toward it: it came up
+    for memory_id, similarity in steered:
+        assert similarity == pytest.approx(float(np.dot(query, vectors[memory_id])), abs=1e-5)
+    plain = store.vector_search(alice, query, 2, NO_FILTER)
+    assert [i for i, _ in plain] == [near, middle]
+    assert store.vector_search(alice, query, 2, NO_FILTER, toward=[hidden], weight=2.0) == plain
+    assert store.vector_search(alice, query, 2, NO_FILTER, toward=[far], weight=0.0) == plain
+
+
 def test_own_memories_are_not_starved_by_other_agents_vectors(
     store: Store, agents: tuple[int, int]
 ) -> None:
@@ -637,6 +665,34 @@ def test_any_term_search_ranks_common_terms_only_with_a_rare_one(
     assert store.text_search(alice, ["red", "ferry"], 10, NO_FILTER, any_term=True) == [ferry]
     both = store.text_search(alice, ["red", "car"], 10, NO_FILTER, any_term=True)
     assert both == [ids["red car parked"]]
+
+
+@pytest.mark.parametrize("common_rows", [2000, 2])
+def test_text_search_filled_is_the_search_then_its_fill(
+    store: Store, agents: tuple[int, int], monkeypatch: pytest.MonkeyPatch, common_rows: int
+) -> None:
+    """Recall's pair of searches in one call: the same lists as the two calls, and no fill when
+    every term found ``k`` rows or there is one term (with common terms too: COMMON_ROWS 2)."""
+    from hivekeep.store.postgres import fulltext as postgres_fulltext
+    from hivekeep.store.sqlite import fulltext as sqlite_fulltext
+
+    alice, _ = agents
+    texts = ["red car parked", "red bike in the shed", "red door", "old car sold", "car wash"]
+    for text in [*texts, "ferry timetable for Lisbon", "red ferry"]:
+        put(store, alice, text)
+    for module in (sqlite_fulltext, postgres_fulltext):
+        monkeypatch.setattr(module, "COMMON_ROWS", common_rows)
+    for terms, k in [
+        (["red", "ferry"], 10),
+        (["red", "car"], 10),
+        (["red", "car"], 1),
+        (["red"], 10),
+        (["ferry", "wash", "nothing"], 3),
+    ]:
+        every = store.text_search(alice, terms, k, NO_FILTER)
+        fill = store.text_search(alice, terms, k, NO_FILTER, any_term=True)
+        wanted = (every, fill if len(every) < k and len(terms) > 1 else [])
+        assert store.text_search_filled(alice, terms, k, NO_FILTER) == wanted, terms
 
 
 def test_text_search_terms_are_never_query_syntax(store: Store, agents: tuple[int, int]) -> None:

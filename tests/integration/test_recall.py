@@ -84,12 +84,12 @@ def test_bundled_floor_keeps_a_relevant_pair_the_seed_floor_dropped(
 def test_lexical_feedback_steers_the_vector_arm(
     hive: Hive, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    searched: list[np.ndarray] = []
+    searched: list[tuple[list[int], float]] = []
     search = hive.store.vector_search
 
-    def spy(viewer_id, vector, k, filters):
-        searched.append(np.asarray(vector))
-        return search(viewer_id, vector, k, filters)
+    def spy(viewer_id, vector, k, filters, *, toward=(), weight=0.0):
+        searched.append((list(toward), weight))
+        return search(viewer_id, vector, k, filters, toward=toward, weight=weight)
 
     monkeypatch.setattr(hive.store, "vector_search", spy)
     agent = hive.create_agent("alice")
@@ -102,7 +102,8 @@ def test_lexical_feedback_steers_the_vector_arm(
     service.defaults = dataclasses.replace(service.defaults, feedback_weight=0.0)
     without = service.arms(agent.id, query, 10, MemoryFilter())[0]
     assert with_feedback.text == without.text
-    assert not np.allclose(searched[-2], searched[-1])  # the search vector moved
+    # the search moved toward the top text hits (the store moves it: Store.vector_search)
+    assert searched[-2] == (with_feedback.text[:3], 0.5) and searched[-1][1] == 0.0
     similarity = dict(without.vector)
     for memory_id, value in with_feedback.vector:  # reported similarity is to the query itself
         assert value == pytest.approx(similarity[memory_id], abs=1e-4)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from hivekeep.errors import StoreError
-from hivekeep.store.postgres.fulltext import tsvector_search
+from hivekeep.store.postgres.fulltext import tsvector_search, tsvector_search_filled
 from hivekeep.store.sql.dialect import Dialect, Session, TextQuery
 
 # A quoted string or a ``::`` cast (kept, % doubled), psycopg's own ``%s`` / ``%(name)s``
@@ -76,6 +76,12 @@ class PostgresDialect(Dialect):
 
     def text_search(self, s: Session, query: TextQuery) -> list[int]:
         return tsvector_search(s, query)
+
+    def text_search_filled(self, s: Session, query: TextQuery) -> tuple[list[int], list[int]]:
+        return tsvector_search_filled(s, query)
+
+    def together(self, conn: Any) -> AbstractContextManager[Any]:
+        return conn.pipeline()  # type: ignore[no-any-return]
 
     def to_json(self, value: Any) -> Any:
         return Jsonb(value)

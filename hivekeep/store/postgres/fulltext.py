@@ -4,6 +4,7 @@ weights for an any-term query). The SQLite store's arm is FTS5 (``sqlite/store.p
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -61,8 +62,30 @@ def tsvector_search(s: Session, q: TextQuery) -> list[int]:
     words = search_terms(q.terms)
     if q.k <= 0 or not words:
         return []
+    return _ranked(s, q, words, common_terms(s, words) if q.any_term and len(words) > 1 else set())
+
+
+def tsvector_search_filled(s: Session, q: TextQuery) -> tuple[list[int], list[int]]:
+    """``Store.text_search_filled``: the search of every term and the common-terms check of the
+    fill sent together (one round trip, ``conn.pipeline()``), then the fill when needed. The
+    check is wasted when every term finds ``k`` rows; recall's queries rarely do."""
+    words = search_terms(q.terms)
+    if q.k <= 0 or not words:
+        return [], []
     where, params = filter_sql(s.dialect, q.viewer_id, q.filters)
-    common = common_terms(s, words) if q.any_term and len(words) > 1 else set()
+    statement, params = ranked_search(words, where, params, int(q.k), False)
+    with s.dialect.refused_values(), s.conn.pipeline():
+        every = s.conn.execute(statement, params, prepare=False)
+        common = _common_cursor(s, words) if len(words) > 1 else None
+    found = [int(row[0]) for row in every.fetchall()]
+    if len(found) >= q.k or len(q.terms) < 2:
+        return found, []
+    fill = dataclasses.replace(q, any_term=True)
+    return found, _ranked(s, fill, words, set() if common is None else _verdict(common))
+
+
+def _ranked(s: Session, q: TextQuery, words: list[str], common: set[str]) -> list[int]:
+    where, params = filter_sql(s.dialect, q.viewer_id, q.filters)
     any_term = bool(q.any_term and len(common) < len(words))  # no rare term: every term required
     statement, params = ranked_search(words, where, params, int(q.k), any_term, common)
     with s.dialect.refused_values():
@@ -73,14 +96,16 @@ def tsvector_search(s: Session, q: TextQuery) -> list[int]:
 # A word's lexemes (stemmed as the ``fts`` column is) and, for each, the share of rows holding it
 # in the table's statistics (``pg_stats.most_common_elems`` of ``fts``, kept current by ANALYZE
 # after a bulk insert and by autovacuum) times the rows the planner believes the table holds.
+# The statistics are read once (MATERIALIZED): inlined, the cast of the ~1,000 elements to
+# ``text[]`` ran again for every lexeme (0.14 ms each, 0.56 ms for four words).
 _COMMON = """
+WITH st AS MATERIALIZED (SELECT s.most_common_elems::text::text[] AS elems,
+     s.most_common_elem_freqs AS freqs, greatest(c.reltuples, 0) AS total
+   FROM pg_stats s, pg_class c WHERE c.oid = 'memories'::regclass
+   AND s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'fts')
 SELECT w.word FROM unnest(%(words)s::text[]) AS w(word),
   LATERAL (SELECT array_agg(lexeme) AS lexemes FROM unnest(
-    to_tsvector('hivekeep_fts'::regconfig, hivekeep_fts_text(w.word)))) l,
-  (SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs,
-     greatest(c.reltuples, 0) AS total
-   FROM pg_stats s, pg_class c WHERE c.oid = 'memories'::regclass
-   AND s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'fts') st
+    to_tsvector('hivekeep_fts'::regconfig, hivekeep_fts_text(w.word)))) l, st
 WHERE l.lexemes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM unnest(l.lexemes) AS x(lexeme)
   WHERE coalesce(st.freqs[array_position(st.elems, x.lexeme)] * st.total, 0) <= %(bound)s)
 """
@@ -89,14 +114,22 @@ WHERE l.lexemes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM unnest(l.lexemes) AS x
 def common_terms(s: Session, words: Sequence[str]) -> set[str]:
     """The words whose every lexeme the table's statistics put in more than ``COMMON_ROWS``
     rows (of any agent, as SQLite's count; whole words, as SQLite's probe): one statement
-    reading ``pg_stats`` (about 0.2 ms). Counting a frequent word's matches instead (``OFFSET
-    2000`` on the GIN index) read 2,000 heap rows a word: 44 -> 88 ms for a frequent-word
-    recall at 20k. None in a hive that issued at most ``COMMON_ROWS`` ids."""
-    issued = s.conn.execute(_ISSUED).fetchone()
-    if issued is None or int(issued[0]) <= COMMON_ROWS:
-        return set()
-    rows = s.conn.execute(_COMMON, {"words": list(words), "bound": COMMON_ROWS}).fetchall()
-    return {str(row[0]) for row in rows}
+    reading ``pg_stats`` (about 0.2 ms), and the ids issued with it. Counting a frequent word's
+    matches instead (``OFFSET 2000`` on the GIN index) read 2,000 heap rows a word: 44 -> 88 ms
+    for a frequent-word recall at 20k. None in a hive that issued at most ``COMMON_ROWS`` ids."""
+    return _verdict(_common_cursor(s, words))
+
+
+def _common_cursor(s: Session, words: Sequence[str]) -> Any:
+    return s.conn.execute(
+        f"SELECT CASE WHEN ({_ISSUED}) > %(bound)s THEN array(SELECT word FROM ({_COMMON}) c) END",
+        {"words": list(words), "bound": COMMON_ROWS},
+    )
+
+
+def _verdict(cursor: Any) -> set[str]:
+    row = cursor.fetchone()
+    return set() if row is None or row[0] is None else {str(word) for word in row[0]}
 
 
 def ranked_search(
@@ -139,7 +172,14 @@ def _weighted_any_term(
 ) -> sql.Composed:
     """OR of the rare terms, each term's rank weighted by its BM25 idf, in one scan of the
     matches. A common term's document frequency is counted among those matches, so it is taken
-    as at least ``COMMON_ROWS + 1`` (its idf at most that of a rare term)."""
+    as at least ``COMMON_ROWS + 1`` (its idf at most that of a rare term).
+
+    The OR reaches the scan as an InitPlan value, which the planner cannot estimate: it takes
+    the GIN bitmap scan, never the sequential scan it chose once the matches were a quarter of
+    the hive (four frequent words at 20k: 5,297 matches, 24 ms, against 12 ms by the index,
+    which reads only the matching rows). Each row is ranked only for the terms it holds (the
+    subquery's ``OFFSET 0`` keeps the matches computed once) and only when the viewer may see
+    it; every match still counts toward the terms' document frequencies."""
     n = len(queries)
     numbers = [sql.Literal(i) for i in range(n)]
     found = sql.SQL(", ").join(
@@ -147,7 +187,9 @@ def _weighted_any_term(
         for i, query in zip(numbers, queries, strict=True)
     )
     ranks = sql.SQL(", ").join(
-        sql.SQL("CASE WHEN {} THEN ts_rank(m.fts, {}, 1) END AS r{}").format(where, query, i)
+        sql.SQL(
+            "CASE WHEN x.visible AND x.h{0} THEN ts_rank(x.fts, {1}, 1) ELSE 0 END AS r{0}"
+        ).format(i, query)
         for i, query in zip(numbers, queries, strict=True)
     )
     counts = sql.SQL(", ").join(
@@ -165,9 +207,11 @@ def _weighted_any_term(
         for i in numbers
     )
     score = sql.SQL(" + ").join(sql.SQL("w.i{0} * hits.r{0}").format(i) for i in numbers)
+    held = sql.SQL(", ").join(sql.SQL("x.h{}").format(i) for i in numbers)
     return sql.SQL(
-        "WITH hits AS MATERIALIZED (SELECT m.id, m.created_at, {where} AS visible, {found}, "
-        "{ranks} FROM memories m WHERE m.fts @@ ({any})), "
+        "WITH hits AS MATERIALIZED (SELECT x.id, x.created_at, x.visible, {held}, {ranks} "
+        "FROM (SELECT m.id, m.created_at, m.fts, {where} AS visible, {found} FROM memories m "
+        "WHERE m.fts @@ (SELECT {any}) OFFSET 0) x), "
         "w AS (SELECT {idf} FROM (SELECT greatest(count(*), max(s.issued))::float8 AS n, "
         "{counts} FROM hits, (" + _ISSUED + " AS issued) s) c) "
         "SELECT hits.id FROM hits, w WHERE hits.visible "
@@ -176,6 +220,7 @@ def _weighted_any_term(
         where=where,
         any=sql.SQL(" || ").join(q for q, kept in zip(queries, rare, strict=True) if kept),
         found=found,
+        held=held,
         ranks=ranks,
         idf=idf,
         counts=counts,

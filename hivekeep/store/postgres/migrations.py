@@ -368,6 +368,16 @@ def m009_conversation_trash(conn: Connection) -> None:
     conn.execute('ALTER TABLE conversations ADD COLUMN deleted_at text COLLATE "C"')
 
 
+def m010_short_full_text_pending_list(conn: Connection) -> None:
+    """GIN's fast update queues new rows' entries in a pending list that every full-text search
+    reads from end to end until VACUUM, autoanalyze or the list's limit (4 MB) folds it into the
+    index. After a bulk insert that is hundreds of pages: the full-text arm at 20k took 7.6 ms
+    with 116 pending pages against 4.8 ms after ``gin_clean_pending_list``, 17 ms in a benchmark
+    run straight after the build. At 128 kB the list is folded in as it fills (a 20k build
+    went as fast, 209 against 205 rows/s) and a search reads at most 16 pending pages."""
+    conn.execute("ALTER INDEX memories_fts SET (gin_pending_list_limit = 128)")
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial: agents, memories (full text, vector), conversations, leases", m001_initial),
     (2, "shared memories outlive their author", m002_memories_outlive_authors),
@@ -378,6 +388,7 @@ MIGRATIONS: list[Migration] = [
     (7, "memories pages keep room for a retrieval-count update", m007_room_for_retrieval_counts),
     (8, "writes held for review", m008_pending_writes),
     (9, "a trash for conversations", m009_conversation_trash),
+    (10, "a short pending list for the full-text index", m010_short_full_text_pending_list),
 ]
 LATEST = MIGRATIONS[-1][0]
 

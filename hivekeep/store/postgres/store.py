@@ -42,7 +42,12 @@ from hivekeep.store.postgres.dialect import POSTGRES
 from hivekeep.store.postgres.history import HistoryRows
 from hivekeep.store.postgres.inserts import insert_batch
 from hivekeep.store.postgres.leases import AdvisoryLeases
-from hivekeep.store.postgres.vectors import checked_vector, unpacked, vector_literal
+from hivekeep.store.postgres.vectors import (
+    QueryVector,
+    checked_vector,
+    send_vectors_binary,
+    unpacked,
+)
 from hivekeep.store.rows import MEMORY_COLUMNS, author_of, memory_from_row
 from hivekeep.store.sql import agents
 from hivekeep.store.sql.agents import AgentRows
@@ -120,6 +125,7 @@ class PostgresStore(
         conn.execute("SET hnsw.iterative_scan = strict_order")
         conn.execute(f"SET hnsw.max_scan_tuples = {HNSW_MAX_SCAN_TUPLES}")
         conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
+        send_vectors_binary(conn)
 
     def data_version(self) -> int | None:
         """None: on PostgreSQL other processes' events arrive through ``EventRelay`` instead."""
@@ -263,23 +269,42 @@ class PostgresStore(
         ]
 
     def vector_search(
-        self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
+        self,
+        viewer_id: int,
+        vector: Vector,
+        k: int,
+        filters: MemoryFilter,
+        *,
+        toward: Sequence[int] = (),
+        weight: float = 0.0,
     ) -> list[tuple[int, float]]:
         if k < 1:
             return []
-        literal = vector_literal(vector)
+        query = QueryVector.of(vector)
         where, params = filter_sql(POSTGRES, viewer_id, filters)
-        # ``embedding <=> q`` alone in ORDER BY, so the HNSW index can serve it; equal distances
-        # are then ordered by id here, as the SQLite backend orders them. One statement: a vector
-        # of another dimension than the column's is refused by pgvector (StoreError).
+        params |= {"query": query, "k": k}
+        searched = "%(query)b"
+        if weight and toward:  # the moved vector: the query itself when none of them is visible
+            params |= {"toward": list(toward), "weight": QueryVector.filled(weight, query)}
+            searched = (
+                "(SELECT coalesce(l2_normalize(%(query)b + avg(f.embedding) * %(weight)b), "
+                "%(query)b) FROM memories f WHERE f.id = ANY(%(toward)s) "
+                "AND (f.agent_id = %(viewer)s OR f.scope = 'shared') AND f.embedding IS NOT NULL)"
+            )
+        # ``embedding <=> q`` alone in ORDER BY, so the HNSW index can serve it (a subquery is
+        # a value computed once, which the index takes as well); equal distances are then
+        # ordered by id here, as the SQLite backend orders them. One statement: a vector of
+        # another dimension than the column's is refused by pgvector (StoreError).
         rows = self._read(
-            f"SELECT m.id, m.embedding <=> %(query)s::vector AS distance FROM memories m "
+            f"WITH s AS MATERIALIZED (SELECT {searched} AS v) "
+            "SELECT m.id, m.embedding <=> (SELECT v FROM s) AS distance, "
+            "m.embedding <=> %(query)b AS asked FROM memories m "
             f"WHERE m.embedding IS NOT NULL AND {where} "
-            "ORDER BY m.embedding <=> %(query)s::vector LIMIT %(k)s",
-            {**params, "query": literal, "k": k},
+            "ORDER BY m.embedding <=> (SELECT v FROM s) LIMIT %(k)s",
+            params,
         )
-        hits = sorted((float(distance), int(memory_id)) for memory_id, distance in rows)
-        return [(memory_id, 1.0 - distance) for distance, memory_id in hits]
+        hits = sorted((float(distance), int(i), float(asked)) for i, distance, asked in rows)
+        return [(memory_id, 1.0 - asked) for _, memory_id, asked in hits]
 
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         if not ids:
@@ -294,7 +319,7 @@ class PostgresStore(
     def mark_retrieved(self, ids: Sequence[int]) -> None:
         if not ids:
             return
-        with self._transaction() as conn:
+        with self._connection() as conn:  # one statement: its own transaction, one round trip
             conn.execute(
                 # saturates: retrieval_count is a 32-bit integer column (core/bounds.py)
                 "UPDATE memories m SET retrieval_count = "

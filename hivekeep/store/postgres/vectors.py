@@ -4,9 +4,14 @@ embedding space. (The arm itself, an HNSW cosine scan, is ``PostgresStore.vector
 from __future__ import annotations
 
 import functools
+import struct
 
 import numpy as np
 import numpy.typing as npt
+import psycopg
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+from psycopg.rows import TupleRow
 
 from hivekeep.errors import StoreError
 from hivekeep.store.base import EmbeddingSpace, Vector
@@ -19,14 +24,60 @@ def _template(dimension: int) -> str:
     return "[" + ",".join(["%.9g"] * dimension) + "]"
 
 
-def vector_literal(vector: Vector) -> str:
-    """pgvector's text form, ``[x,y,...]``, exact for float32."""
+def _checked(vector: Vector) -> npt.NDArray[np.float32]:
     values = np.asarray(vector, dtype=np.float32)
     if values.ndim != 1:
         raise StoreError(f"A vector must be one-dimensional, got shape {values.shape}.")
     if not np.all(np.isfinite(values)):
         raise StoreError("A vector holds a NaN or infinite value.")
+    return values
+
+
+def vector_literal(vector: Vector) -> str:
+    """pgvector's text form, ``[x,y,...]``, exact for float32."""
+    values = _checked(vector)
     return _template(values.size) % tuple(values.tolist())
+
+
+class QueryVector(bytes):
+    """A vector in pgvector's binary form (``vector_recv``: the dimension, a reserved word, then
+    big-endian float32s), sent as a ``%b`` parameter: no text to print here nor to parse there
+    (about 0.5 ms of a search at 384 dimensions). Connections learn to send it from
+    ``send_vectors_binary``."""
+
+    @classmethod
+    def of(cls, vector: Vector) -> QueryVector:
+        values = _checked(vector)
+        return cls(struct.pack(">HH", values.size, 0) + values.astype(">f4").tobytes())
+
+    @classmethod
+    def filled(cls, value: float, like: QueryVector) -> QueryVector:
+        """A vector of ``like``'s dimension, every element ``value`` (pgvector multiplies two
+        vectors element by element, not a vector by a number)."""
+        dimension = struct.unpack(">H", like[:2])[0]
+        return cls.of(np.full(dimension, value, dtype=np.float32))
+
+
+@functools.lru_cache(maxsize=8)
+def _dumper(oid: int) -> type[Dumper]:
+    """A binary dumper of ``QueryVector`` for the ``vector`` type of this oid (pgvector's type
+    is created by the extension, so its oid differs from one database to another)."""
+
+    class VectorDumper(Dumper):
+        format = Format.BINARY
+
+        def dump(self, obj: QueryVector) -> bytes:
+            return bytes(obj)
+
+    VectorDumper.oid = oid
+    return VectorDumper
+
+
+def send_vectors_binary(conn: psycopg.Connection[TupleRow]) -> None:
+    """Let ``conn`` send ``QueryVector`` parameters as pgvector's binary ``vector``."""
+    row = conn.execute("SELECT to_regtype('vector')::oid").fetchone()
+    if row is not None and row[0] is not None:
+        conn.adapters.register_dumper(QueryVector, _dumper(int(row[0])))
 
 
 def unpacked(sent: bytes) -> npt.NDArray[np.float32]:

@@ -9,6 +9,8 @@ hivekeep does not use SQLAlchemy itself.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -57,6 +59,20 @@ class Dialect:
     def text_search(self, s: Session, query: TextQuery) -> list[int]:
         """The full-text arm (FTS5 against ``tsvector``): memory ids, best first."""
         raise NotImplementedError
+
+    def together(self, conn: Any) -> AbstractContextManager[Any]:
+        """Statements executed inside go to the engine together, their rows read after: here
+        one after the other; PostgreSQL sends them in one round trip (a pipeline)."""
+        return contextlib.nullcontext()
+
+    def text_search_filled(self, s: Session, query: TextQuery) -> tuple[list[int], list[int]]:
+        """``Store.text_search_filled``: the search of every term, then the any-term fill when
+        it found fewer than ``k`` of several terms (else none). Here two searches, one after
+        the other; an engine may send them in fewer round trips."""
+        every = self.text_search(s, dataclasses.replace(query, any_term=False))
+        if len(every) >= query.k or len(query.terms) < 2:
+            return every, []
+        return every, self.text_search(s, dataclasses.replace(query, any_term=True))
 
     def translate(self, sql: str) -> str:
         """The statement in the driver's placeholder style (canonical: ``?`` and ``:name``)."""

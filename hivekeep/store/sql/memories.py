@@ -7,6 +7,7 @@ calls the lookups here inside its transaction.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,13 +94,38 @@ def owned(s: Session, memory_id: int, owner_id: int) -> MemoryRecord:
 def fetch(s: Session, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
     if not ids:
         return {}
+    statement, params = _fetch_statement(s, viewer_id, ids)
+    return _records(s.rows(statement, params))
+
+
+def _fetch_statement(s: Session, viewer_id: int, ids: Sequence[int]) -> tuple[str, list[Any]]:
     among, params = s.dialect.any_of("id", ids)
-    rows = s.rows(
+    return (
         f"SELECT {MEMORY_COLUMNS} FROM memories "
         f"WHERE {among} AND ({s.dialect.VIEWER_COLUMN} = ? OR scope = 'shared')",
         [*params, viewer_id],
     )
+
+
+def _records(rows: Sequence[Any]) -> dict[int, MemoryRecord]:
     return {row[0]: memory_from_row(row) for row in rows}
+
+
+def fetch_with_newer(s: Session, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+    """``fetch`` with each record's ``newer`` set (``services/newer.py``): both statements sent
+    together where the driver can (``Dialect.together``)."""
+    if not ids:
+        return {}
+    fetching, fetch_params = _fetch_statement(s, viewer_id, ids)
+    linking, link_params = _newer_statement(s, viewer_id, ids)
+    with s.dialect.together(s.conn):
+        fetched = s.execute(fetching, fetch_params)
+        linked = s.execute(linking, link_params)
+    later = _newest(linked.fetchall())
+    return {
+        i: dataclasses.replace(m, newer=later[i]) if i in later else m
+        for i, m in _records(fetched.fetchall()).items()
+    }
 
 
 def same_text(
@@ -179,14 +205,22 @@ def newer(s: Session, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRec
     """``Store.newer_memories``: one query over the links of every id."""
     if not ids:
         return {}
+    statement, params = _newer_statement(s, viewer_id, ids)
+    return _newest(s.rows(statement, params))
+
+
+def _newer_statement(s: Session, viewer_id: int, ids: Sequence[int]) -> tuple[str, list[Any]]:
     among, params = s.dialect.any_of("l.older_id", ids)
-    rows = s.rows(
+    return (
         f"SELECT l.older_id, {_LINKED_COLUMNS} FROM memory_links l "
         "JOIN memories m ON m.id = l.newer_id "
         f"WHERE {among} AND (m.agent_id = ? OR m.scope = 'shared') "
         "ORDER BY m.created_at DESC, m.id DESC",
         [*params, viewer_id],
     )
+
+
+def _newest(rows: Sequence[Any]) -> dict[int, MemoryRecord]:
     found: dict[int, MemoryRecord] = {}
     for row in rows:
         found.setdefault(int(row[0]), memory_from_row(row[1:]))
@@ -301,9 +335,11 @@ class MemoryRows(SqlRows):
         with self._reading() as s:
             return visible(s, memory_id, viewer_id)
 
-    def fetch_memories(self, viewer_id: int, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+    def fetch_memories(
+        self, viewer_id: int, ids: Sequence[int], *, newer: bool = False
+    ) -> dict[int, MemoryRecord]:
         with self._reading() as s:
-            return fetch(s, viewer_id, ids)
+            return fetch_with_newer(s, viewer_id, ids) if newer else fetch(s, viewer_id, ids)
 
     def find_same_text(
         self, viewer_id: int, text_key: str, subject: str | None, *, excluding: int = 0
@@ -352,6 +388,12 @@ class MemoryRows(SqlRows):
         engine's full-text arm ranks them (``sqlite/fulltext.py``, ``postgres/fulltext.py``)."""
         with self._reading() as s:
             return s.dialect.text_search(s, TextQuery(viewer_id, terms, k, filters, any_term))
+
+    def text_search_filled(
+        self, viewer_id: int, terms: Sequence[str], k: int, filters: MemoryFilter
+    ) -> tuple[list[int], list[int]]:
+        with self._reading() as s:
+            return s.dialect.text_search_filled(s, TextQuery(viewer_id, terms, k, filters, False))
 
     def pending_embeddings(self, limit: int) -> list[PendingEmbedding]:
         with self._reading() as s:

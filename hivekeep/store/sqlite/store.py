@@ -267,10 +267,26 @@ class SQLiteStore(
             self._index.update_metadata(record)
 
     def vector_search(
-        self, viewer_id: int, vector: Vector, k: int, filters: MemoryFilter
+        self,
+        viewer_id: int,
+        vector: Vector,
+        k: int,
+        filters: MemoryFilter,
+        *,
+        toward: Sequence[int] = (),
+        weight: float = 0.0,
     ) -> list[tuple[int, float]]:
+        feedback = self.vectors(viewer_id, list(toward)) if weight and toward else {}
+        if not feedback:
+            with self._lock:
+                return self._index.search(viewer_id, vector, k, filters)
+        query = np.asarray(vector, dtype=np.float32)
+        moved = query + weight * np.mean(np.stack(list(feedback.values())), axis=0)
+        moved /= np.linalg.norm(moved)
         with self._lock:
-            return self._index.search(viewer_id, vector, k, filters)
+            ids = [i for i, _ in self._index.search(viewer_id, moved, k, filters)]
+            found = self._index.vectors(viewer_id, ids)
+        return [(i, float(np.dot(query, found[i]))) for i in ids if i in found]
 
     def vectors(self, viewer_id: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         with self._lock:
