@@ -28,7 +28,7 @@ from hivekeep.core.dedup import NEIGHBOURS, Candidate, DedupRule, Merge, Verdict
 from hivekeep.core.subjects import subject_key
 from hivekeep.core.text import now_timestamp
 from hivekeep.store.base import PERSON, EmbeddingSpace, Inserted, MemoryWrite
-from hivekeep.store.postgres.vectors import checked_vector
+from hivekeep.store.postgres.vectors import HNSW_INDEX, checked_vector
 from hivekeep.store.rows import MEMORY_COLUMNS, memory_from_row
 from hivekeep.store.sql.dialect import Session
 from hivekeep.store.sql.memories import MemoryRows, fetch, found_duplicate, link_similar, writing
@@ -89,14 +89,13 @@ _INSERT = (
     f"SELECT * FROM unnest({', '.join(f'%s::{kind}[]' for _, kind in _COLUMNS)}) "
     f"RETURNING {MEMORY_COLUMNS}"
 )
-_IDS = (  # the batch's ids, the planner's row count, and the HNSW index's definition
+_IDS = (  # the batch's ids, the planner's row count, and whether the HNSW index exists
     "SELECT nextval(pg_get_serial_sequence('memories', 'id')), "
     # a table never analyzed (-1: a restored dump, say) is counted, as far as the rules ask
     "(SELECT CASE WHEN reltuples >= 0 THEN reltuples ELSE (SELECT count(*) FROM "
     "(SELECT 1 FROM memories LIMIT %(cap)s) c) END FROM pg_class "
     "WHERE oid = 'memories'::regclass), "
-    "(SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'memories'::regclass "
-    "AND indexrelid = to_regclass('memories_embedding')) FROM generate_series(1, %(n)s)"
+    "to_regclass('memories_embedding') IS NOT NULL FROM generate_series(1, %(n)s)"
 )
 _STAGING = (
     f"CREATE TEMP TABLE memories_staging ({', '.join(f'{n} {t}' for n, t in _COLUMNS)}) "
@@ -202,7 +201,7 @@ def insert_batch(
     close = _neighbours_before(conn, writes, literals, dedup)
     cap = int(len(writes) / min(REBUILD_SHARE, ANALYZE_SHARE)) + 1
     rows = conn.execute(_IDS, {"n": len(writes), "cap": cap}).fetchall()
-    ids, estimated, hnsw = [int(row[0]) for row in rows], float(rows[0][1]), rows[0][2]
+    ids, estimated, hnsw = [int(row[0]) for row in rows], float(rows[0][1]), bool(rows[0][2])
     units = _units(writes, literals)
     kept: list[_Kept] = []
     duplicates: dict[int, Verdict] = {}
@@ -270,16 +269,16 @@ def insert_batch(
 
 
 def _write_rows(
-    conn: Connection, kept: Sequence[_Kept], estimated: float, index: str | None
+    conn: Connection, kept: Sequence[_Kept], estimated: float, indexed: bool
 ) -> list[TupleRow]:
     """Insert the kept rows and return them (``MEMORY_COLUMNS``). A batch of ``COPY_ROWS`` or
     more goes through ``COPY`` into a staging table; one that is ``REBUILD_SHARE`` of the table
-    after it or more drops the HNSW ``index`` (its definition; None: no such index) first and
+    after it or more drops the HNSW index (when ``indexed``: there is one) first and
     builds it again after the load, in this transaction."""
     if not kept:
         return []
     large = len(kept) >= COPY_ROWS and len(kept) >= REBUILD_SHARE * (estimated + len(kept))
-    rebuild = index if large and _dropped_index(conn) else None
+    rebuild = indexed and large and _dropped_index(conn)
     if len(kept) >= COPY_ROWS:
         conn.execute(_STAGING)
         with conn.cursor().copy(_COPY) as copy:
@@ -290,9 +289,9 @@ def _write_rows(
     else:
         columns = [list(column) for column in zip(*(k.values for k in kept), strict=True)]
         rows = conn.execute(_INSERT, columns).fetchall()
-    if rebuild is not None:
+    if rebuild:
         conn.execute(_BUILD_MEMORY)
-        conn.execute(rebuild)
+        conn.execute(HNSW_INDEX)
     if len(kept) >= ANALYZE_SHARE * max(estimated, 1.0):
         conn.execute("ANALYZE memories")
     return rows

@@ -43,6 +43,7 @@ from hivekeep.store.postgres.history import HistoryRows
 from hivekeep.store.postgres.inserts import insert_batch
 from hivekeep.store.postgres.leases import AdvisoryLeases
 from hivekeep.store.postgres.vectors import (
+    HNSW_INDEX,
     QueryVector,
     checked_vector,
     send_vectors_binary,
@@ -243,10 +244,7 @@ class PostgresStore(
             ).format(sql.Literal(int(space.dimension)))
         )
         if space.dimension <= HNSW_MAX_DIMENSION:
-            s.conn.execute(
-                "CREATE INDEX memories_embedding ON memories "
-                "USING hnsw (embedding vector_cosine_ops)"
-            )
+            s.conn.execute(HNSW_INDEX)
 
     def _vector_columns(
         self, s: Session, fields: dict[str, Any], vector: Vector | _Keep | None

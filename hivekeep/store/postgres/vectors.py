@@ -16,6 +16,10 @@ from psycopg.rows import TupleRow
 from hivekeep.errors import StoreError
 from hivekeep.store.base import EmbeddingSpace, Vector
 
+# The HNSW index over the vectors, as ``reset_embedding_space`` creates it and a bulk load that
+# dropped it builds it again (one definition, never read back from the database).
+HNSW_INDEX = "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops)"
+
 
 @functools.lru_cache(maxsize=8)
 def _template(dimension: int) -> str:
