@@ -75,9 +75,21 @@ _SHARED = (
     "WHERE scope = 'shared' OR agent_id IS NULL"
 )
 _VECTORS = "SELECT memory_id, embedding FROM memory_vec"
+_VECTOR = "SELECT memory_id, embedding, audience FROM memory_vec WHERE memory_id = ?"
 BY_ID_BELOW = 0.1  # an audience under this share of the ids reads its vectors by id
 ID_MAP_BYTES = 80  # the cache's own entry per row (memory id -> audience), as SLOT_BYTES
 LOAD_CHUNK = 4096
+
+
+def vectors_by_id(conn: Any, ids: Iterable[int]) -> Iterator[tuple[int, bytes, int]]:
+    """(memory id, vector blob, audience) of each of ``ids`` that ``memory_vec`` holds, one
+    point lookup each. sqlite-vec answers ``memory_id IN (...)`` by reading the whole table: 0.49 s
+    for 100 ids at a million rows, against 1.2 ms for the 100 lookups (and a tenant's first
+    search asks for its 100 that way)."""
+    for memory_id in ids:
+        row = conn.execute(_VECTOR, (memory_id,)).fetchone()
+        if row is not None:
+            yield int(row[0]), row[1], int(row[2])
 
 
 @dataclass(frozen=True)
@@ -255,10 +267,9 @@ class VectorCache:
         share of the file (a lookup costs about ten rows of a scan), else the whole table."""
         newest = conn.execute("SELECT max(id) FROM memories").fetchone()[0] or 0
         if len(ids) < BY_ID_BELOW * newest:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ", ".join("?" for _ in chunk)
-                yield list(conn.execute(f"{_VECTORS} WHERE memory_id IN ({marks})", chunk))
+            found = vectors_by_id(conn, ids)
+            while chunk := [row[:2] for row in itertools.islice(found, LOAD_CHUNK)]:
+                yield chunk
             return
         cursor = conn.execute(_VECTORS)
         while chunk := list(itertools.islice(cursor, LOAD_CHUNK)):

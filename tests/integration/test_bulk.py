@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from hivekeep import Hive, ValidationError
-from hivekeep.store.sqlite.store import IN_LIST_CHUNK
 from hivekeep.types import EmbeddingState
 from tests.support import VectorTable
 
@@ -63,10 +62,10 @@ def test_embedder_outage_stores_the_batch_as_pending(db_path: Path, table: Vecto
 
 
 def test_reading_every_memory_with_its_vector_in_one_page(table_hive: Hive) -> None:
-    """An export page or a benchmark may ask for 100k rows at once; the vector lookup is chunked
-    under SQLite's bound-variable cap (it raised "too many SQL variables" at 100k)."""
+    """An export page or a benchmark may ask for 100k rows at once: every vector comes (an
+    ``IN (...)`` list of them all raised "too many SQL variables" at 100k)."""
     agent = table_hive.create_agent("bulk")
-    count = 2 * IN_LIST_CHUNK + 7
+    count = 1007
     agent.memorize_many(
         [{"content": f"Distinct note {n} {n * n}", "category": "fact"} for n in range(count)]
     )

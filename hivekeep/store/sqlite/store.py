@@ -57,10 +57,8 @@ from hivekeep.store.sqlite.history import HistoryRows
 from hivekeep.store.sqlite.leases import RowLeases
 from hivekeep.store.sqlite.vectors import VectorIndex
 from hivekeep.store.vector_budget import DEFAULT_BUDGET_MB
-from hivekeep.store.vector_cache import VectorCache
+from hivekeep.store.vector_cache import VectorCache, vectors_by_id
 from hivekeep.types import EmbeddingState
-
-IN_LIST_CHUNK = 500  # ids per IN (...) list; SQLite refuses more than 32,766 variables
 
 
 class SQLiteStore(
@@ -334,15 +332,8 @@ class SQLiteStore(
             vectors: dict[int, npt.NDArray[np.float32]] = {}
             if not self._index.exists():
                 ready = []
-            for start in range(0, len(ready), IN_LIST_CHUNK):  # SQLite caps bound variables
-                chunk = ready[start : start + IN_LIST_CHUNK]
-                rows = self._read(
-                    "SELECT memory_id, embedding FROM memory_vec "
-                    f"WHERE memory_id IN ({', '.join('?' for _ in chunk)})",
-                    chunk,
-                )
-                vectors.update(
-                    (int(i), np.frombuffer(blob, dtype="<f4").astype(np.float32))
-                    for i, blob in rows
-                )
+            vectors.update(
+                (i, np.frombuffer(blob, dtype="<f4").astype(np.float32))
+                for i, blob, _ in vectors_by_id(self._conn, ready)
+            )
         return [(record, vectors.get(record.id)) for record in records]

@@ -30,6 +30,7 @@ from hivekeep.store.vector_cache import (
     VectorRow,
     append_log,
     audience,
+    vectors_by_id,
 )
 
 
@@ -186,13 +187,11 @@ class VectorIndex:
             return self.cache.vectors(self._conn, viewer_id, ids)
         if not ids or not self.exists():
             return {}
-        marks = ", ".join("?" for _ in ids)
-        rows = self._conn.execute(
-            f"SELECT memory_id, embedding FROM memory_vec WHERE memory_id IN ({marks}) "
-            "AND audience IN (?, 0)",
-            (*ids, viewer_id),
-        )
-        return {int(i): np.frombuffer(blob, dtype="<f4").astype(np.float32) for i, blob in rows}
+        return {
+            i: np.frombuffer(blob, dtype="<f4").astype(np.float32)
+            for i, blob, audience in vectors_by_id(self._conn, ids)
+            if audience in (viewer_id, 0)
+        }
 
     def neighbours(self, writes: Sequence[MemoryWrite], floor: float, k: int) -> Neighbours:
         """Dedup candidates for one batch of inserts (call inside the insert's transaction)."""
