@@ -31,7 +31,7 @@ def tenant_load_steps(path: Path, tenants: int) -> int:
     with Hive(path, embedder=VectorTable(dimension=16), settings=Settings()) as hive:
         agent = hive.get_agent("tenant3")
         query = np.ones(16, dtype=np.float32)
-        with counted(hive.store._conn) as work:
+        with counted(hive.store._conn) as work:  # type: ignore[attr-defined]
             hits = hive.store.vector_search(agent.id, query, 5, MemoryFilter())
         assert len(hits) == 5
         return work.steps
