@@ -103,8 +103,8 @@ def measure(
             began = time.perf_counter()
             written = agent.memorize(corpus.texts[row], category=corpus.categories[row])
             memorize.append(time.perf_counter() - began)
-            if kept and not written.duplicate:
-                agent.purge(written.memory.id)  # the kept hive stays as built, for the next run
+            if kept and not written.duplicate:  # the next run's samples are new memories too
+                agent.forget(written.memory.id)  # (a purge would VACUUM the whole file each time)
         found["recall"] = (pct(recall, 50), pct(recall, 95))
         found["memorize"] = (pct(memorize, 50), pct(memorize, 95))
     return found
