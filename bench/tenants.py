@@ -129,7 +129,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as scratch:
         for backend in args.backends.split(","):
-            name = f"tenants_{args.agents}x{args.per_agent}"
+            name = f"tenants-{args.agents}x{args.per_agent}"
             kept = args.folder is not None
             if kept:
                 args.folder.mkdir(parents=True, exist_ok=True)
